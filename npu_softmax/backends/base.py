@@ -1,0 +1,47 @@
+"""What the launcher asks of a target."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import triton
+
+
+class Backend:
+    """Sizing rules of one target family. Subclasses override what differs."""
+
+    #: Name of the Triton backend (``"npu"``, ``"cuda"``, ``"hip"``, ``"cpu"``).
+    name = "cpu"
+    #: Largest grid the target accepts in one dimension.
+    max_grid = 2**31 - 1
+
+    def tile_elems(self, itemsize: int) -> int:
+        """Most elements one program may hold on chip in one iteration (a power of two)."""
+        raise NotImplementedError
+
+    def chunk_elems(self, itemsize: int) -> int:
+        """Chunk length of the looped (online/split) kernels, a power of two."""
+        return self.tile_elems(itemsize)
+
+    def rows_per_block(self, block_n: int, n_rows: int, n_cores: int, itemsize: int) -> int:
+        """How many whole rows of ``block_n`` columns the tile kernel takes per iteration.
+
+        Enough rows that an iteration moves a useful number of bytes, but not so many that the
+        cores run out of row blocks to share.
+        """
+        rows = max(1, self.tile_elems(itemsize) // block_n)
+        per_core = triton.next_power_of_2(triton.cdiv(n_rows, n_cores))
+        return min(rows, per_core)
+
+    def core_count(self, device_index: int) -> int:
+        """Independent cores (SMs, vector cores) of the device."""
+        raise NotImplementedError
+
+    def options(self, block_elems: int) -> dict[str, Any]:
+        """Compile options for a kernel whose tile has ``block_elems`` elements."""
+        return {}
+
+    def max_programs(self, kernel: Any, args: tuple, constexprs: dict[str, Any],
+                     options: dict[str, Any], device_index: int) -> int:
+        """How many programs of this compiled kernel the device runs at once."""
+        raise NotImplementedError

@@ -1,0 +1,29 @@
+"""Triton's CPU interpreter (``TRITON_INTERPRET=1``): programs run one after another in numpy."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .base import Backend
+
+
+class InterpreterBackend(Backend):
+    """Large tiles (numpy is fastest on big arrays) and a small grid (programs run serially)."""
+
+    name = "cpu"
+    #: A few programs, so the persistent loop is exercised; more would only add overhead.
+    programs = 4
+
+    def tile_elems(self, itemsize: int) -> int:
+        return 1 << 15
+
+    def chunk_elems(self, itemsize: int) -> int:
+        # Small enough that the looped kernels run several chunks on test-sized rows.
+        return 1 << 11
+
+    def core_count(self, device_index: int) -> int:
+        return self.programs
+
+    def max_programs(self, kernel: Any, args: tuple, constexprs: dict[str, Any],
+                     options: dict[str, Any], device_index: int) -> int:
+        return self.programs

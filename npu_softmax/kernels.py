@@ -1,0 +1,170 @@
+"""Triton kernels for a softmax over the last axis of a strided row matrix.
+
+Every kernel sees its input as ``n_rows`` rows of ``n_cols`` elements. Row ``r`` starts at
+``(r // n_inner) * outer_stride + (r % n_inner) * inner_stride`` and its elements lie
+``col_stride`` apart, so softmax over any dim of a contiguous tensor (and of most strided views)
+needs no copy. The output is addressed the same way with its own strides.
+
+All kernels are persistent: a grid of programs, each walking work items
+``pid, pid + num_programs, ...`` with ``tl.range``; the launcher sizes the grid from the device.
+``n_rows`` and ``n_cols`` are runtime values (never ``tl.constexpr``), so a new shape reuses the
+compiled binary. Values are first rounded to the output dtype (``torch.softmax(x, dtype=...)``
+casts its input first) and the arithmetic runs in float32 (float64 for float64 output).
+
+Variants (the launcher picks one, see ``launcher.plan``):
+
+* ``softmax_tile_kernel``: ``BLOCK_M`` whole rows per iteration, each row held in one block.
+* ``softmax_online_kernel``: one row per iteration, looped in ``BLOCK_N`` chunks: one read for
+  the running max and sum (Milakov & Gimelshein 2018), one read and one write to normalise.
+* ``softmax_split_stats_kernel`` + ``softmax_split_norm_kernel``: each row cut into ``n_splits``
+  column ranges worked on by different programs, so a few very long rows still fill the chip.
+"""
+
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def _widen(i, INDEX_64: tl.constexpr):
+    # Offsets stay int32 unless the launcher saw an offset that can pass 2**31.
+    if INDEX_64:
+        i = i.to(tl.int64)
+    return i
+
+
+@triton.jit
+def _row_start(rows, n_inner, outer_stride, inner_stride):
+    return (rows // n_inner) * outer_stride + (rows % n_inner) * inner_stride
+
+
+@triton.jit
+def _load(ptrs, mask, OUT_TY: tl.constexpr, ACC_TY: tl.constexpr):
+    # Masked lanes read -inf: they add nothing to the max and exp(-inf) = 0 to the sum.
+    x = tl.load(ptrs, mask=mask, other=float("-inf"))
+    return x.to(OUT_TY).to(ACC_TY)
+
+
+@triton.jit
+def _safe_shift(m):
+    # A row (or chunk) that is all -inf has max -inf; shifting by it would give
+    # -inf - (-inf) = NaN where torch's answer comes from exp(-inf) = 0.
+    return tl.where(m == float("-inf"), 0.0, m)
+
+
+@triton.jit
+def _range_stats(x_row, col_stride, cols, lo, hi, BLOCK_N: tl.constexpr,
+                 OUT_TY: tl.constexpr, ACC_TY: tl.constexpr):
+    """Max ``m`` and ``sum(exp(x - m))`` of ``x_row[lo:hi]`` in one pass (online softmax)."""
+    m = tl.full([], float("-inf"), ACC_TY)
+    d = tl.zeros([], ACC_TY)
+    for start in tl.range(lo, hi, BLOCK_N):
+        c = start + cols
+        x = _load(x_row + c * col_stride, c < hi, OUT_TY, ACC_TY)
+        m_new = tl.maximum(m, tl.max(x, axis=0))
+        shift = _safe_shift(m_new)
+        d = d * tl.exp(m - shift) + tl.sum(tl.exp(x - shift), axis=0)
+        m = m_new
+    return m, d
+
+
+@triton.jit
+def _range_normalize(x_row, y_row, x_col_stride, y_col_stride, cols, lo, hi, shift, scale,
+                     BLOCK_N: tl.constexpr, OUT_TY: tl.constexpr, ACC_TY: tl.constexpr):
+    """``y_row[lo:hi] = exp(x_row[lo:hi] - shift) * scale``."""
+    for start in tl.range(lo, hi, BLOCK_N):
+        c = start + cols
+        mask = c < hi
+        x = _load(x_row + c * x_col_stride, mask, OUT_TY, ACC_TY)
+        tl.store(y_row + c * y_col_stride, (tl.exp(x - shift) * scale).to(OUT_TY), mask=mask)
+
+
+@triton.jit(do_not_specialize=["n_rows", "n_cols"])
+def softmax_tile_kernel(
+    y_ptr, x_ptr, n_rows, n_cols, n_inner,
+    x_outer_stride, x_inner_stride, x_col_stride,
+    y_outer_stride, y_inner_stride, y_col_stride,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, INDEX_64: tl.constexpr,
+):
+    """Rows that fit one block: a ``BLOCK_M x BLOCK_N`` tile of whole rows per iteration."""
+    OUT_TY: tl.constexpr = y_ptr.dtype.element_ty
+    ACC_TY: tl.constexpr = tl.float64 if OUT_TY == tl.float64 else tl.float32
+    cols = _widen(tl.arange(0, BLOCK_N), INDEX_64)
+    col_mask = cols < n_cols
+    n_blocks = tl.cdiv(n_rows, BLOCK_M)
+    for block in tl.range(tl.program_id(0), n_blocks, tl.num_programs(0)):
+        rows = _widen(block, INDEX_64) * BLOCK_M + tl.arange(0, BLOCK_M)
+        mask = (rows < n_rows)[:, None] & col_mask[None, :]
+        x_start = _row_start(rows, n_inner, x_outer_stride, x_inner_stride)
+        x = _load(x_ptr + x_start[:, None] + cols[None, :] * x_col_stride, mask, OUT_TY, ACC_TY)
+        e = tl.exp(x - _safe_shift(tl.max(x, axis=1))[:, None])
+        y = e * (1.0 / tl.sum(e, axis=1))[:, None]
+        y_start = _row_start(rows, n_inner, y_outer_stride, y_inner_stride)
+        tl.store(y_ptr + y_start[:, None] + cols[None, :] * y_col_stride, y.to(OUT_TY), mask=mask)
+
+
+@triton.jit(do_not_specialize=["n_rows", "n_cols"])
+def softmax_online_kernel(
+    y_ptr, x_ptr, n_rows, n_cols, n_inner,
+    x_outer_stride, x_inner_stride, x_col_stride,
+    y_outer_stride, y_inner_stride, y_col_stride,
+    BLOCK_N: tl.constexpr, INDEX_64: tl.constexpr,
+):
+    """Rows longer than a block: one row per iteration, two passes over ``BLOCK_N`` chunks."""
+    OUT_TY: tl.constexpr = y_ptr.dtype.element_ty
+    ACC_TY: tl.constexpr = tl.float64 if OUT_TY == tl.float64 else tl.float32
+    cols = _widen(tl.arange(0, BLOCK_N), INDEX_64)
+    for r in tl.range(tl.program_id(0), n_rows, tl.num_programs(0)):
+        row = _widen(r, INDEX_64)
+        x_row = x_ptr + _row_start(row, n_inner, x_outer_stride, x_inner_stride)
+        y_row = y_ptr + _row_start(row, n_inner, y_outer_stride, y_inner_stride)
+        m, d = _range_stats(x_row, x_col_stride, cols, 0, n_cols, BLOCK_N, OUT_TY, ACC_TY)
+        _range_normalize(x_row, y_row, x_col_stride, y_col_stride, cols, 0, n_cols,
+                         _safe_shift(m), 1.0 / d, BLOCK_N, OUT_TY, ACC_TY)
+
+
+@triton.jit(do_not_specialize=["n_rows", "n_cols", "split_cols"])
+def softmax_split_stats_kernel(
+    max_ptr, sum_ptr, x_ptr, n_rows, n_cols, n_inner,
+    x_outer_stride, x_inner_stride, x_col_stride, split_cols,
+    N_SPLITS: tl.constexpr, BLOCK_N: tl.constexpr, INDEX_64: tl.constexpr,
+    OUT_TY: tl.constexpr,
+):
+    """Pass 1 of a split row: max and sum of each ``split_cols`` range into ``[n_rows, N_SPLITS]``."""
+    ACC_TY: tl.constexpr = max_ptr.dtype.element_ty
+    cols = _widen(tl.arange(0, BLOCK_N), INDEX_64)
+    for i in tl.range(tl.program_id(0), n_rows * N_SPLITS, tl.num_programs(0)):
+        item = _widen(i, INDEX_64)
+        row = item // N_SPLITS
+        lo = (item % N_SPLITS) * split_cols
+        hi = tl.minimum(lo + split_cols, n_cols)
+        x_row = x_ptr + _row_start(row, n_inner, x_outer_stride, x_inner_stride)
+        m, d = _range_stats(x_row, x_col_stride, cols, lo, hi, BLOCK_N, OUT_TY, ACC_TY)
+        tl.store(max_ptr + item, m)
+        tl.store(sum_ptr + item, d)
+
+
+@triton.jit(do_not_specialize=["n_rows", "n_cols", "split_cols"])
+def softmax_split_norm_kernel(
+    y_ptr, max_ptr, sum_ptr, x_ptr, n_rows, n_cols, n_inner,
+    x_outer_stride, x_inner_stride, x_col_stride,
+    y_outer_stride, y_inner_stride, y_col_stride, split_cols,
+    N_SPLITS: tl.constexpr, BLOCK_N: tl.constexpr, INDEX_64: tl.constexpr,
+):
+    """Pass 2 of a split row: combine the row's partial max/sum, normalise one column range."""
+    OUT_TY: tl.constexpr = y_ptr.dtype.element_ty
+    ACC_TY: tl.constexpr = max_ptr.dtype.element_ty
+    cols = _widen(tl.arange(0, BLOCK_N), INDEX_64)
+    splits = tl.arange(0, N_SPLITS)
+    for i in tl.range(tl.program_id(0), n_rows * N_SPLITS, tl.num_programs(0)):
+        item = _widen(i, INDEX_64)
+        row = item // N_SPLITS
+        m_parts = tl.load(max_ptr + row * N_SPLITS + splits)
+        d_parts = tl.load(sum_ptr + row * N_SPLITS + splits)
+        shift = _safe_shift(tl.max(m_parts, axis=0))
+        d = tl.sum(d_parts * tl.exp(m_parts - shift), axis=0)
+        lo = (item % N_SPLITS) * split_cols
+        hi = tl.minimum(lo + split_cols, n_cols)
+        x_row = x_ptr + _row_start(row, n_inner, x_outer_stride, x_inner_stride)
+        y_row = y_ptr + _row_start(row, n_inner, y_outer_stride, y_inner_stride)
+        _range_normalize(x_row, y_row, x_col_stride, y_col_stride, cols, lo, hi,
+                         shift, 1.0 / d, BLOCK_N, OUT_TY, ACC_TY)

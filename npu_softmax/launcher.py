@@ -1,0 +1,201 @@
+"""The launcher: which Triton target is active, which kernel variant and tile a shape gets, how
+many programs to launch, and the cache of compiled-kernel launch configurations.
+
+The target is resolved once per process from ``triton.runtime.driver.active`` ("npu" for
+triton-ascend, "cuda"/"hip" for upstream Triton, "cpu" when there is no driver or Triton runs its
+interpreter). ``kernels`` maps everything that changes a compiled binary (variant, tile sizes,
+dtypes, 64-bit indexing, target, device) to the number of programs that binary runs at once, so a
+new shape that maps to a known key neither compiles nor measures anything again.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import threading
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+import triton
+import triton.language as tl
+
+from . import _compat, kernels as K
+from .backends import Backend, InterpreterBackend, for_target
+from .layout import RowLayout
+
+#: torch device type served by each Triton backend.
+DEVICE_TYPE = {"npu": "npu", "cuda": "cuda", "hip": "cuda"}
+
+TL_DTYPE = {
+    torch.float16: tl.float16,
+    torch.bfloat16: tl.bfloat16,
+    torch.float32: tl.float32,
+    torch.float64: tl.float64,
+}
+
+
+@dataclass(frozen=True)
+class Target:
+    """The Triton target of this process."""
+
+    backend: str  # "npu", "cuda", "hip" or "cpu"
+    arch: str  # e.g. "Ascend910B3", "90"; "interpreter" or "none" on cpu
+    interpreter: bool
+
+
+@functools.lru_cache(maxsize=None)
+def target() -> Target:
+    """The active Triton target, resolved once (a per-call lookup would cost host time and break
+    graphs in traced code)."""
+    if _compat.interpreter_enabled():
+        return Target("cpu", "interpreter", True)
+    found = _compat.current_target()
+    if found is None:
+        return Target("cpu", "none", False)
+    return Target(str(found.backend), str(found.arch), False)
+
+
+@functools.lru_cache(maxsize=None)
+def backend() -> Backend:
+    """The sizing rules of the active target."""
+    t = target()
+    return for_target(t.backend, t.arch)
+
+
+def serves(device: torch.device) -> bool:
+    """Whether the Triton kernels run for tensors on ``device`` (the interpreter takes any)."""
+    t = target()
+    return t.interpreter or DEVICE_TYPE.get(t.backend) == device.type
+
+
+@functools.lru_cache(maxsize=None)
+def core_count(device_index: int) -> int:
+    """Cores of one device (SMs, vector cores; a few programs under the interpreter)."""
+    return backend().core_count(device_index)
+
+
+@dataclass(frozen=True)
+class Plan:
+    """A kernel variant and its compile-time tile for one call."""
+
+    variant: str  # "tile", "online" or "split"
+    block_m: int  # rows per iteration (tile variant; 1 otherwise)
+    block_n: int  # columns per block or per chunk
+    n_splits: int  # programs sharing one row (split variant; 1 otherwise)
+    index_64: bool  # 64-bit offsets
+
+
+def plan(layout: RowLayout, itemsize: int, n_cores: int, be: Backend,
+         variant: str | None = None) -> Plan:
+    """Choose the variant and tile for a row matrix of ``itemsize``-byte elements.
+
+    * rows that fit the target's tile: ``tile``, several rows per iteration when they are short;
+    * longer rows, fewer rows than cores: ``split`` (each row shared by several programs);
+    * longer rows otherwise: ``online`` (one row per iteration, looped).
+
+    ``variant`` forces a variant (tests use it to run each one on small shapes).
+    """
+    n_rows, n_cols = layout.n_rows, layout.n_cols
+    full_block = triton.next_power_of_2(n_cols)
+    fits = full_block <= be.tile_elems(itemsize)
+    chunk = min(be.chunk_elems(itemsize), full_block)
+    most_splits = triton.cdiv(n_cols, chunk)
+    if variant is None:
+        if fits:
+            variant = "tile"
+        elif n_rows < n_cores and most_splits > 1:
+            variant = "split"
+        else:
+            variant = "online"
+    block_m, block_n, n_splits = 1, chunk, 1
+    if variant == "tile":
+        block_n = full_block
+        block_m = be.rows_per_block(block_n, n_rows, n_cores, itemsize)
+    elif variant == "split":
+        wanted = triton.cdiv(2 * n_cores, n_rows)
+        n_splits = triton.next_power_of_2(max(2, min(wanted, most_splits)))
+    reach = max(layout.max_offset(), n_rows * n_splits) + block_m * block_n * n_splits
+    return Plan(variant, block_m, block_n, n_splits, index_64=reach >= 2**31)
+
+
+kernels: dict[tuple, int] = {}
+_lock = threading.RLock()
+
+
+def _launch(key: tuple, kernel: Any, n_items: int, args: tuple, constexprs: dict[str, Any],
+            device_index: int, block_elems: int) -> None:
+    """Launch ``kernel`` over ``n_items`` work items on a persistent grid.
+
+    The first call for a ``key`` sizes the grid (compiling on GPUs) and launches under a lock,
+    so threads racing on a new key compile it once; later calls only read ``kernels``.
+    """
+    be = backend()
+    options = be.options(block_elems)
+    max_programs = kernels.get(key)
+    if max_programs is None or isinstance(be, InterpreterBackend):
+        # The interpreter patches triton.language globally while it runs: one launch at a time.
+        with _lock:
+            max_programs = kernels.get(key)
+            if max_programs is None:
+                max_programs = be.max_programs(kernel, args, constexprs, options, device_index)
+            grid = (max(1, min(max_programs, n_items, be.max_grid)),)
+            kernel[grid](*args, **constexprs, **options)
+            kernels[key] = max_programs
+        return
+    grid = (max(1, min(max_programs, n_items, be.max_grid)),)
+    kernel[grid](*args, **constexprs, **options)
+
+
+def launch_softmax(x: torch.Tensor, y: torch.Tensor, layout: RowLayout,
+                   variant: str | None = None) -> Plan:
+    """Write ``softmax(x)`` into ``y`` along the rows of ``layout``; return the plan used.
+
+    ``x`` and ``y`` are on one device; ``y``'s dtype is the output dtype; no element is empty.
+    """
+    be = backend()
+    device_index = x.device.index or 0
+    p = plan(layout, max(x.element_size(), y.element_size()), core_count(device_index), be,
+             variant)
+    n_rows, n_cols, n_inner = layout.n_rows, layout.n_cols, layout.n_inner
+    key = (p.variant, p.block_m, p.block_n, p.n_splits, p.index_64, x.dtype, y.dtype,
+           target(), x.device.type, device_index)
+    with _device_guard(x.device):
+        if p.variant == "tile":
+            _launch(key, K.softmax_tile_kernel, triton.cdiv(n_rows, p.block_m),
+                    (y, x, n_rows, n_cols, n_inner, *layout.x_strides, *layout.y_strides),
+                    {"BLOCK_M": p.block_m, "BLOCK_N": p.block_n, "INDEX_64": p.index_64},
+                    device_index, p.block_m * p.block_n)
+        elif p.variant == "online":
+            _launch(key, K.softmax_online_kernel, n_rows,
+                    (y, x, n_rows, n_cols, n_inner, *layout.x_strides, *layout.y_strides),
+                    {"BLOCK_N": p.block_n, "INDEX_64": p.index_64}, device_index, p.block_n)
+        else:
+            _launch_split(x, y, layout, p, key, device_index)
+    return p
+
+
+def _launch_split(x: torch.Tensor, y: torch.Tensor, layout: RowLayout, p: Plan, key: tuple,
+                  device_index: int) -> None:
+    # Partial max/sum per (row, split); float32 unless the output is float64.
+    acc = torch.float64 if y.dtype == torch.float64 else torch.float32
+    part_max = torch.empty((layout.n_rows, p.n_splits), dtype=acc, device=x.device)
+    part_sum = torch.empty_like(part_max)
+    split_cols = triton.cdiv(triton.cdiv(layout.n_cols, p.n_splits), p.block_n) * p.block_n
+    n_items = layout.n_rows * p.n_splits
+    rows = (layout.n_rows, layout.n_cols, layout.n_inner)
+    common = {"N_SPLITS": p.n_splits, "BLOCK_N": p.block_n, "INDEX_64": p.index_64}
+    _launch(key + ("stats",), K.softmax_split_stats_kernel, n_items,
+            (part_max, part_sum, x, *rows, *layout.x_strides, split_cols),
+            {**common, "OUT_TY": TL_DTYPE[y.dtype]}, device_index, p.block_n)
+    _launch(key + ("norm",), K.softmax_split_norm_kernel, n_items,
+            (y, part_max, part_sum, x, *rows, *layout.x_strides, *layout.y_strides, split_cols),
+            common, device_index, p.block_n)
+
+
+def _device_guard(device: torch.device) -> Any:
+    """Make ``device`` current so Triton launches there (and on its current stream)."""
+    module = getattr(torch, device.type, None) if device.type in ("cuda", "npu") else None
+    if module is None or device.index is None:
+        return contextlib.nullcontext()
+    return module.device(device.index)

@@ -1,0 +1,57 @@
+"""Describe a softmax over one dim of a strided tensor as the kernels' strided row matrix."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Sequence
+
+
+@dataclass(frozen=True)
+class RowLayout:
+    """``n_rows`` rows of ``n_cols`` elements; row ``r`` of a tensor starts at
+    ``(r // n_inner) * strides[0] + (r % n_inner) * strides[1]`` and its elements are
+    ``strides[2]`` apart. ``x_strides`` address the input, ``y_strides`` the output."""
+
+    n_rows: int
+    n_cols: int
+    n_inner: int
+    x_strides: tuple[int, int, int]
+    y_strides: tuple[int, int, int]
+
+    def max_offset(self) -> int:
+        """The largest element offset either tensor reaches (to choose 32- or 64-bit indexing)."""
+        n_outer = self.n_rows // max(1, self.n_inner)
+        return max(
+            (n_outer - 1) * s[0] + (self.n_inner - 1) * s[1] + (self.n_cols - 1) * s[2]
+            for s in (self.x_strides, self.y_strides)
+        )
+
+
+def row_layout(shape: Sequence[int], dim: int, x_strides: Sequence[int],
+               y_strides: Sequence[int]) -> RowLayout | None:
+    """The row matrix of a softmax over ``dim``, or None when the other dims of the two tensors
+    cannot be folded into two (outer, inner) strides; the caller then copies the input.
+
+    Dims of size 1 are dropped; neighbouring dims merge when both tensors have them nested
+    (``stride[i] == size[i + 1] * stride[i + 1]``), so any contiguous tensor folds.
+    """
+    groups: list[list[int]] = []  # [size, x_stride, y_stride], outermost first
+    for d, size in enumerate(shape):
+        if d == dim or size == 1:
+            continue
+        if groups and all(groups[-1][k] == size * s[d] for k, s in ((1, x_strides), (2, y_strides))):
+            groups[-1] = [groups[-1][0] * size, x_strides[d], y_strides[d]]
+        else:
+            groups.append([size, x_strides[d], y_strides[d]])
+    if len(groups) > 2:
+        return None
+    while len(groups) < 2:
+        groups.append([1, 0, 0])
+    (n_outer, xo, yo), (n_inner, xi, yi) = groups
+    return RowLayout(
+        n_rows=n_outer * n_inner,
+        n_cols=shape[dim],
+        n_inner=n_inner,
+        x_strides=(xo, xi, x_strides[dim]),
+        y_strides=(yo, yi, y_strides[dim]),
+    )
