@@ -45,11 +45,18 @@ def softmax(x: torch.Tensor, dim: int = -1, *, dtype: torch.dtype | None = None,
     dim = _wrap_dim(dim, x.dim())
     if not launcher.serves(x.device):
         return torch.softmax(x, dim, dtype=dtype)
-    if not x.dtype.is_floating_point:
+    if not x.dtype.is_floating_point or _narrows(x.dtype, out_dtype):
+        # torch.softmax casts its input to dtype= first; the kernels only widen on load.
         x = x.to(out_dtype)
     if x.requires_grad and torch.is_grad_enabled():
         return _Softmax.apply(x, dim, out_dtype, variant)
     return _forward(x, dim, out_dtype, variant)
+
+
+def _narrows(src: torch.dtype, dst: torch.dtype) -> bool:
+    """Whether casting ``src`` to ``dst`` can round (float32 -> bfloat16, float16 <-> bfloat16)."""
+    return src != dst and not (torch.finfo(dst).bits > torch.finfo(src).bits and
+                               torch.promote_types(src, dst) == dst)
 
 
 def _forward(x: torch.Tensor, dim: int, out_dtype: torch.dtype,
@@ -89,31 +96,37 @@ class _Softmax(torch.autograd.Function):
         return dx.to(ctx.x_dtype), None, None, None
 
 
+def supported_dtypes(device: torch.device) -> tuple[torch.dtype, ...]:
+    """Dtypes that ``softmax`` takes (as input, or as ``dtype=``) for tensors on ``device``."""
+    if launcher.serves(device) and launcher.target().backend not in FLOAT64_TARGETS:
+        return FLOAT_DTYPES
+    return FLOAT_DTYPES + (torch.float64,)
+
+
 def _check(x: object, dim: object, dtype: torch.dtype | None,
            variant: str | None) -> torch.dtype:
     """Validate the arguments in the caller's terms; return the output dtype."""
     if not isinstance(x, torch.Tensor):
-        raise TypeError(f"npu_softmax.softmax: expected a torch.Tensor, got {type(x).__name__}")
+        raise TypeError(f"npu_softmax: expected a torch.Tensor, got {type(x).__name__}")
     if isinstance(dim, bool) or not isinstance(dim, int):
-        raise TypeError(f"npu_softmax.softmax: dim must be an int, got {type(dim).__name__}")
+        raise TypeError(f"npu_softmax: dim must be an int, got {type(dim).__name__}")
     if variant is not None and variant not in VARIANTS:
-        raise ValueError(f"npu_softmax.softmax: variant must be one of {VARIANTS}, got {variant!r}")
-    t = launcher.target()
-    allowed = FLOAT_DTYPES + ((torch.float64,) if t.backend in FLOAT64_TARGETS else ())
-    names = ", ".join(str(d).removeprefix("torch.") for d in allowed)
-    where = "on this target" if t.backend not in FLOAT64_TARGETS else ""
-    if dtype is not None and dtype not in allowed:
-        raise TypeError(f"npu_softmax.softmax: dtype={dtype} is not supported {where}; "
-                        f"use one of {names}".replace("  ", " "))
-    if dtype is None and x.dtype not in allowed:
-        hint = ("; pass dtype=torch.float32 to convert it"
-                if not (x.is_floating_point() or x.is_complex()) else "")
-        raise TypeError(f"npu_softmax.softmax: expected a tensor of dtype {names}, "
-                        f"got {x.dtype}{hint}")
-    if x.is_complex():
-        raise TypeError(f"npu_softmax.softmax: complex tensors are not supported, got {x.dtype}")
+        raise ValueError(f"npu_softmax: variant must be one of {VARIANTS}, got {variant!r}")
     if not launcher.serves(x.device) and x.device.type != "cpu":
         raise RuntimeError(_device_message(x.device))
+    allowed = supported_dtypes(x.device)
+    names = ", ".join(str(d).replace("torch.", "") for d in allowed)
+    if x.is_complex():
+        raise TypeError(f"npu_softmax: complex tensors are not supported, got {x.dtype}")
+    if dtype is not None and dtype not in allowed:
+        raise TypeError(f"npu_softmax: dtype={dtype} is not supported for {x.device.type} "
+                        f"tensors here; use one of {names}")
+    if dtype is None and x.dtype not in allowed:
+        if x.is_floating_point():
+            raise TypeError(f"npu_softmax: {x.dtype} tensors are not supported for "
+                            f"{x.device.type} tensors here; use one of {names}")
+        raise TypeError(f"npu_softmax: expected a floating-point tensor ({names}), got "
+                        f"{x.dtype}; pass dtype=torch.float32 to convert it, as torch does")
     return dtype or x.dtype
 
 

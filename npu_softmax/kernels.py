@@ -8,8 +8,8 @@ needs no copy. The output is addressed the same way with its own strides.
 All kernels are persistent: a grid of programs, each walking work items
 ``pid, pid + num_programs, ...`` with ``tl.range``; the launcher sizes the grid from the device.
 ``n_rows`` and ``n_cols`` are runtime values (never ``tl.constexpr``), so a new shape reuses the
-compiled binary. Values are first rounded to the output dtype (``torch.softmax(x, dtype=...)``
-casts its input first) and the arithmetic runs in float32 (float64 for float64 output).
+compiled binary. Arithmetic runs in float32 (float64 for float64 output); the input is
+never narrower than the output (the API casts a wider input first, as ``torch.softmax`` does).
 
 Variants (the launcher picks one, see ``launcher.plan``):
 
@@ -38,10 +38,9 @@ def _row_start(rows, n_inner, outer_stride, inner_stride):
 
 
 @triton.jit
-def _load(ptrs, mask, OUT_TY: tl.constexpr, ACC_TY: tl.constexpr):
+def _load(ptrs, mask, ACC_TY: tl.constexpr):
     # Masked lanes read -inf: they add nothing to the max and exp(-inf) = 0 to the sum.
-    x = tl.load(ptrs, mask=mask, other=float("-inf"))
-    return x.to(OUT_TY).to(ACC_TY)
+    return tl.load(ptrs, mask=mask, other=float("-inf")).to(ACC_TY)
 
 
 @triton.jit
@@ -52,14 +51,13 @@ def _safe_shift(m):
 
 
 @triton.jit
-def _range_stats(x_row, col_stride, cols, lo, hi, BLOCK_N: tl.constexpr,
-                 OUT_TY: tl.constexpr, ACC_TY: tl.constexpr):
+def _range_stats(x_row, col_stride, cols, lo, hi, BLOCK_N: tl.constexpr, ACC_TY: tl.constexpr):
     """Max ``m`` and ``sum(exp(x - m))`` of ``x_row[lo:hi]`` in one pass (online softmax)."""
     m = tl.full([], float("-inf"), ACC_TY)
     d = tl.zeros([], ACC_TY)
     for start in tl.range(lo, hi, BLOCK_N):
         c = start + cols
-        x = _load(x_row + c * col_stride, c < hi, OUT_TY, ACC_TY)
+        x = _load(x_row + c * col_stride, c < hi, ACC_TY)
         m_new = tl.maximum(m, tl.max(x, axis=0))
         shift = _safe_shift(m_new)
         d = d * tl.exp(m - shift) + tl.sum(tl.exp(x - shift), axis=0)
@@ -74,7 +72,7 @@ def _range_normalize(x_row, y_row, x_col_stride, y_col_stride, cols, lo, hi, shi
     for start in tl.range(lo, hi, BLOCK_N):
         c = start + cols
         mask = c < hi
-        x = _load(x_row + c * x_col_stride, mask, OUT_TY, ACC_TY)
+        x = _load(x_row + c * x_col_stride, mask, ACC_TY)
         tl.store(y_row + c * y_col_stride, (tl.exp(x - shift) * scale).to(OUT_TY), mask=mask)
 
 
@@ -95,7 +93,7 @@ def softmax_tile_kernel(
         rows = _widen(block, INDEX_64) * BLOCK_M + tl.arange(0, BLOCK_M)
         mask = (rows < n_rows)[:, None] & col_mask[None, :]
         x_start = _row_start(rows, n_inner, x_outer_stride, x_inner_stride)
-        x = _load(x_ptr + x_start[:, None] + cols[None, :] * x_col_stride, mask, OUT_TY, ACC_TY)
+        x = _load(x_ptr + x_start[:, None] + cols[None, :] * x_col_stride, mask, ACC_TY)
         e = tl.exp(x - _safe_shift(tl.max(x, axis=1))[:, None])
         y = e * (1.0 / tl.sum(e, axis=1))[:, None]
         y_start = _row_start(rows, n_inner, y_outer_stride, y_inner_stride)
@@ -117,7 +115,7 @@ def softmax_online_kernel(
         row = _widen(r, INDEX_64)
         x_row = x_ptr + _row_start(row, n_inner, x_outer_stride, x_inner_stride)
         y_row = y_ptr + _row_start(row, n_inner, y_outer_stride, y_inner_stride)
-        m, d = _range_stats(x_row, x_col_stride, cols, 0, n_cols, BLOCK_N, OUT_TY, ACC_TY)
+        m, d = _range_stats(x_row, x_col_stride, cols, 0, n_cols, BLOCK_N, ACC_TY)
         _range_normalize(x_row, y_row, x_col_stride, y_col_stride, cols, 0, n_cols,
                          _safe_shift(m), 1.0 / d, BLOCK_N, OUT_TY, ACC_TY)
 
@@ -127,7 +125,6 @@ def softmax_split_stats_kernel(
     max_ptr, sum_ptr, x_ptr, n_rows, n_cols, n_inner,
     x_outer_stride, x_inner_stride, x_col_stride, split_cols,
     N_SPLITS: tl.constexpr, BLOCK_N: tl.constexpr, INDEX_64: tl.constexpr,
-    OUT_TY: tl.constexpr,
 ):
     """Pass 1 of a split row: max and sum of each ``split_cols`` range into ``[n_rows, N_SPLITS]``."""
     ACC_TY: tl.constexpr = max_ptr.dtype.element_ty
@@ -138,7 +135,7 @@ def softmax_split_stats_kernel(
         lo = (item % N_SPLITS) * split_cols
         hi = tl.minimum(lo + split_cols, n_cols)
         x_row = x_ptr + _row_start(row, n_inner, x_outer_stride, x_inner_stride)
-        m, d = _range_stats(x_row, x_col_stride, cols, lo, hi, BLOCK_N, OUT_TY, ACC_TY)
+        m, d = _range_stats(x_row, x_col_stride, cols, lo, hi, BLOCK_N, ACC_TY)
         tl.store(max_ptr + item, m)
         tl.store(sum_ptr + item, d)
 

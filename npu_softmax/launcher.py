@@ -18,7 +18,6 @@ from typing import Any
 
 import torch
 import triton
-import triton.language as tl
 
 from . import _compat, kernels as K
 from .backends import Backend, InterpreterBackend, for_target
@@ -26,13 +25,6 @@ from .layout import RowLayout
 
 #: torch device type served by each Triton backend.
 DEVICE_TYPE = {"npu": "npu", "cuda": "cuda", "hip": "cuda"}
-
-TL_DTYPE = {
-    torch.float16: tl.float16,
-    torch.bfloat16: tl.bfloat16,
-    torch.float32: tl.float32,
-    torch.float64: tl.float64,
-}
 
 
 @dataclass(frozen=True)
@@ -64,9 +56,12 @@ def backend() -> Backend:
 
 
 def serves(device: torch.device) -> bool:
-    """Whether the Triton kernels run for tensors on ``device`` (the interpreter takes any)."""
+    """Whether the Triton kernels run for tensors on ``device``. The interpreter takes tensors
+    of any device with memory (it copies them to the host and back)."""
     t = target()
-    return t.interpreter or DEVICE_TYPE.get(t.backend) == device.type
+    if t.interpreter:
+        return device.type in ("cpu", "cuda", "npu")
+    return DEVICE_TYPE.get(t.backend) == device.type
 
 
 @functools.lru_cache(maxsize=None)
@@ -187,7 +182,7 @@ def _launch_split(x: torch.Tensor, y: torch.Tensor, layout: RowLayout, p: Plan, 
     common = {"N_SPLITS": p.n_splits, "BLOCK_N": p.block_n, "INDEX_64": p.index_64}
     _launch(key + ("stats",), K.softmax_split_stats_kernel, n_items,
             (part_max, part_sum, x, *rows, *layout.x_strides, split_cols),
-            {**common, "OUT_TY": TL_DTYPE[y.dtype]}, device_index, p.block_n)
+            common, device_index, p.block_n)
     _launch(key + ("norm",), K.softmax_split_norm_kernel, n_items,
             (y, part_max, part_sum, x, *rows, *layout.x_strides, *layout.y_strides, split_cols),
             common, device_index, p.block_n)

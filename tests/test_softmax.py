@@ -1,0 +1,144 @@
+"""Correctness of ``npu_softmax.softmax`` against ``torch.softmax`` in float64, on every device."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from _reference import assert_matches, reference
+
+import npu_softmax
+from npu_softmax import launcher
+from npu_softmax.api import supported_dtypes
+from npu_softmax.layout import row_layout
+
+DTYPES = [torch.float32, torch.float16, torch.bfloat16, torch.float64]
+
+
+def _dtypes(device: str) -> list[torch.dtype]:
+    return [d for d in DTYPES if d in supported_dtypes(torch.device(device))]
+
+
+@pytest.mark.parametrize("shape", [(1823, 781), (1, 1), (7, 13), (131, 257), (3, 1021), (509,)])
+def test_irregular_shapes_every_dtype(device: str, shape: tuple[int, ...]) -> None:
+    for dtype in _dtypes(device):
+        x = torch.randn(shape, device=device).mul(3).to(dtype)
+        y = npu_softmax.softmax(x, -1)
+        assert y.shape == x.shape and y.dtype == dtype and y.device == x.device
+        assert y.is_contiguous()
+        assert_matches(y, reference(x, -1))
+
+
+@pytest.mark.parametrize("dim", [-4, -3, -2, -1, 0, 1, 2, 3])
+def test_every_dim_of_4d(device: str, dim: int) -> None:
+    x = torch.randn(3, 5, 7, 11, device=device)
+    assert_matches(npu_softmax.softmax(x, dim), reference(x, dim))
+
+
+@pytest.mark.parametrize("view", ["transpose", "step_slice", "expand", "permute", "narrow_cols"])
+def test_strided_inputs(device: str, view: str) -> None:
+    base = torch.randn(37, 45, 29, device=device)
+    x = {
+        "transpose": base[:, :, 0].t(),
+        "step_slice": base[::3, 5:, ::2],
+        "expand": base[:1, :1, :].expand(6, 45, 29),
+        "permute": base.permute(2, 0, 1),
+        "narrow_cols": base[:, 3:40, :].transpose(1, 2),
+    }[view]
+    for dim in range(x.dim()):
+        y = npu_softmax.softmax(x, dim)
+        assert y.is_contiguous()
+        assert_matches(y, reference(x, dim))
+
+
+def test_zero_dim_and_single_column(device: str) -> None:
+    s = torch.tensor(2.5, device=device)
+    for dim in (0, -1):
+        assert_matches(npu_softmax.softmax(s, dim), reference(s, dim))
+    x = torch.randn(19, 1, device=device)
+    assert_matches(npu_softmax.softmax(x, -1), reference(x, -1))
+    assert_matches(npu_softmax.softmax(x, 0), reference(x, 0))
+
+
+@pytest.mark.parametrize("shape,dim", [((0, 5), -1), ((5, 0), -1), ((5, 0), 0), ((0,), 0),
+                                       ((2, 0, 3), 2)])
+def test_empty(device: str, shape: tuple[int, ...], dim: int) -> None:
+    x = torch.randn(shape, device=device)
+    y = npu_softmax.softmax(x, dim)
+    assert y.shape == x.shape and y.dtype == x.dtype and y.numel() == 0
+
+
+def test_dtype_argument(device: str) -> None:
+    x16 = torch.randn(53, 300, device=device, dtype=torch.float16)
+    y = npu_softmax.softmax(x16, -1, dtype=torch.float32)
+    assert y.dtype == torch.float32
+    assert_matches(y, reference(x16, -1, torch.float32))
+    # Narrowing: the input is rounded to the output dtype first, as torch.softmax does.
+    x32 = torch.randn(53, 300, device=device) * 8
+    y = npu_softmax.softmax(x32, -1, dtype=torch.bfloat16)
+    assert y.dtype == torch.bfloat16
+    assert_matches(y, reference(x32, -1, torch.bfloat16))
+    # Integer input is accepted with a floating dtype=, as by torch.softmax.
+    xi = torch.randint(-5, 5, (17, 33), device=device)
+    y = npu_softmax.softmax(xi, 1, dtype=torch.float32)
+    assert_matches(y, reference(xi, 1, torch.float32))
+
+
+def _special_rows(device: str, n_cols: int) -> torch.Tensor:
+    x = torch.randn(8, n_cols, device=device)
+    inf = float("inf")
+    x[0] = -inf  # all -inf: NaN, as torch
+    x[1, ::3] = -inf  # some -inf: zeros there
+    x[2, 5] = inf  # one +inf
+    x[3, 7] = float("nan")  # one NaN
+    x[4, -1] = inf
+    x[4, 0] = -inf
+    x[5, : n_cols // 2] = -inf  # a leading run of -inf longer than a chunk in looped kernels
+    x[6] = 1e30  # huge equal values
+    x[7] = -1e30
+    return x
+
+
+@pytest.mark.parametrize("variant", [None, "tile", "online", "split"])
+def test_nan_and_inf_rows_match_torch(device: str, variant: str | None) -> None:
+    for n_cols in (11, 3001):
+        x = _special_rows(device, n_cols)
+        for dtype in _dtypes(device):
+            xd = x.to(dtype)
+            y = npu_softmax.softmax(xd, -1, variant=variant if launcher.serves(xd.device) else None)
+            expected = torch.softmax(xd.cpu().double(), -1)
+            assert_matches(y, expected)
+
+
+@pytest.mark.parametrize("variant", ["tile", "online", "split"])
+@pytest.mark.parametrize("shape,dim", [((5, 3001), -1), ((3, 2100, 4), 1), ((1, 9000), -1),
+                                       ((6, 3, 5), 0)])
+def test_each_variant_writes_every_element(kernel_device: str, variant: str,
+                                           shape: tuple[int, ...], dim: int) -> None:
+    """Each kernel variant, forced, into an output poisoned with NaN."""
+    for dtype in _dtypes(kernel_device):
+        x = torch.randn(shape, device=kernel_device).mul(4).to(dtype)
+        y = torch.full(x.shape, float("nan"), device=kernel_device, dtype=dtype)
+        layout = row_layout(x.shape, dim % x.dim(), x.stride(), y.stride())
+        used = launcher.launch_softmax(x, y, layout, variant)
+        assert used.variant == variant
+        assert_matches(y, reference(x, dim))
+
+
+def test_rows_longer_than_a_tile(kernel_device: str) -> None:
+    """The launcher's own choice for rows past the tile, many and few of them."""
+    be = launcher.backend()
+    n_cols = be.tile_elems(4) + 1234
+    cores = launcher.core_count(torch.device(kernel_device).index or 0)
+    for n_rows in (1, cores + 1):
+        x = torch.randn(n_rows, n_cols, device=kernel_device)
+        assert_matches(npu_softmax.softmax(x, -1), reference(x, -1))
+
+
+def test_autograd_matches_torch(device: str) -> None:
+    x = torch.randn(23, 301, device=device, dtype=torch.float64 if device != "npu"
+                    else torch.float32, requires_grad=True)
+    dy = torch.randn_like(x)
+    (gx,) = torch.autograd.grad(npu_softmax.softmax(x, -1), x, dy)
+    xr = x.detach().cpu().double().requires_grad_()
+    (gr,) = torch.autograd.grad(torch.softmax(xr, -1), xr, dy.cpu().double())
+    assert_matches(gx, gr)
