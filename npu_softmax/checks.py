@@ -50,8 +50,12 @@ def check_temperature(fn: str, temperature: object) -> float:
     if isinstance(temperature, bool) or not isinstance(temperature, (int, float)):
         raise TypeError(f"{fn}: temperature must be a positive finite float, "
                         f"got {type(temperature).__name__}")
-    if not (math.isfinite(temperature) and temperature > 0):
-        raise ValueError(f"{fn}: temperature must be a positive finite float, got {temperature}")
+    # Comparisons rather than math.isfinite: under torch.compile a float argument may be a
+    # symbolic float, which comparisons guard on and math.isfinite cannot take. NaN fails both.
+    if not (0 < temperature < math.inf):
+        # A traced symbolic float cannot be formatted; its value is in the guard's message.
+        got = "" if torch.compiler.is_compiling() else f", got {temperature}"
+        raise ValueError(f"{fn}: temperature must be a positive finite float{got}")
     return float(temperature)
 
 
