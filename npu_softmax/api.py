@@ -1,151 +1,118 @@
-"""The PyTorch-facing API: ``softmax`` with ``torch.softmax``'s contract, checked up front."""
+"""The PyTorch-facing functions, with ``torch.softmax``'s contract, checked up front.
+
+Each validates its arguments in plain Python (nothing here asks the Triton driver anything, so
+``torch.compile`` traces these functions without a graph break) and calls a custom op from
+``ops``. Supported dtypes: float16, bfloat16, float32, and float64 except on Ascend.
+"""
 
 from __future__ import annotations
 
 import torch
 
-from . import launcher
-from .layout import row_layout
-
-#: Input/output dtypes the kernels take on every target.
-FLOAT_DTYPES = (torch.float16, torch.bfloat16, torch.float32)
-#: float64 works where Triton has fp64 arithmetic (CUDA, HIP, the interpreter), not on Ascend.
-FLOAT64_TARGETS = ("cuda", "hip", "cpu")
-VARIANTS = ("tile", "online", "split")
+from . import checks, ops
 
 
 def softmax(x: torch.Tensor, dim: int = -1, *, dtype: torch.dtype | None = None,
-            variant: str | None = None) -> torch.Tensor:
-    """Softmax of ``x`` along ``dim``, as ``torch.softmax(x, dim, dtype=dtype)``.
+            temperature: float | None = None, variant: str | None = None,
+            out: torch.Tensor | None = None) -> torch.Tensor:
+    """Softmax of ``x`` along ``dim``: ``torch.softmax(x / temperature, dim, dtype=dtype)``.
 
     Args:
-        x: a tensor of any shape (0-d included) and any strides, float16, bfloat16 or float32
-            (float64 too, except on Ascend). Integer or bool tensors need ``dtype=``.
+        x: a tensor of any shape (0-d and empty included) and any strides, float16, bfloat16 or
+            float32 (float64 too, except on Ascend). Integer or bool tensors need ``dtype=``.
         dim: the dim to normalise over; negative counts from the end.
-        dtype: output dtype (float16, bfloat16, float32, float64); the input is cast to it
-            first, as torch does. Default: ``x.dtype``.
+        dtype: output dtype; the input is cast to it first, as torch does. Default ``x.dtype``.
+        temperature: a positive finite float; the kernels multiply each element by
+            ``1 / temperature`` as they load it (float32 arithmetic, float64 for float64 output),
+            so it costs no extra pass over memory. ``None`` means 1.
         variant: force a kernel variant (``"tile"``, ``"online"``, ``"split"``) instead of the
             launcher's choice; for tests and benchmarks.
+        out: write the result here and return it: a tensor of ``x``'s shape, the output dtype and
+            ``x``'s device, with any strides whose elements are distinct. It may be ``x`` itself
+            (as ``softmax_``) but must not otherwise share memory with ``x``. No autograd.
 
     Returns:
-        A new contiguous tensor of ``x.shape`` and dtype ``dtype or x.dtype`` on ``x``'s device.
-        Arithmetic is float32 (float64 for float64 output).
+        A new contiguous tensor of ``x.shape`` and dtype ``dtype or x.dtype`` on ``x``'s device
+        (or ``out``). Differentiable (through the Triton backward kernels) when ``out`` is None.
 
     Tensors on the device of the active Triton target (``npu``, ``cuda``) run the Triton kernels;
     CPU tensors run them under Triton's interpreter when ``TRITON_INTERPRET=1``, and otherwise
-    fall back to ``torch.softmax`` (see ``npu_softmax.target_info()``).
+    fall back to torch (see ``npu_softmax.target_info()``).
 
     Raises:
-        TypeError: ``x`` is not a tensor, or its dtype or ``dtype`` is not a supported float.
+        TypeError: ``x``/``out`` is not a tensor, a dtype is not supported, or ``temperature`` is
+            not a number.
+        ValueError: bad ``variant`` or ``temperature`` value, or ``out`` has the wrong shape.
         IndexError: ``dim`` is out of range.
-        RuntimeError: ``x`` is on a device the active Triton driver cannot serve.
-        ValueError: ``variant`` is not one of the kernel variants.
+        RuntimeError: a tensor is on a device the active Triton driver cannot serve, ``out``
+            overlaps ``x`` partially, or ``out`` is used with autograd.
     """
-    out_dtype = _check(x, dim, dtype, variant)
-    dim = _wrap_dim(dim, x.dim())
-    if not launcher.serves(x.device):
-        return torch.softmax(x, dim, dtype=dtype)
-    if not x.dtype.is_floating_point or _narrows(x.dtype, out_dtype):
-        # torch.softmax casts its input to dtype= first; the kernels only widen on load.
-        x = x.to(out_dtype)
-    if x.requires_grad and torch.is_grad_enabled():
-        return _Softmax.apply(x, dim, out_dtype, variant)
-    return _forward(x, dim, out_dtype, variant)
+    return _dispatch(False, x, dim, dtype, temperature, variant, out)
 
 
-def _narrows(src: torch.dtype, dst: torch.dtype) -> bool:
-    """Whether casting ``src`` to ``dst`` can round (float32 -> bfloat16, float16 <-> bfloat16)."""
-    return src != dst and not (torch.finfo(dst).bits > torch.finfo(src).bits and
-                               torch.promote_types(src, dst) == dst)
+def log_softmax(x: torch.Tensor, dim: int = -1, *, dtype: torch.dtype | None = None,
+                temperature: float | None = None, variant: str | None = None,
+                out: torch.Tensor | None = None) -> torch.Tensor:
+    """Log-softmax of ``x`` along ``dim``: ``torch.log_softmax(x / temperature, dim, dtype=dtype)``.
+
+    Same arguments, returns and errors as ``softmax``; computed as ``(x - max) - log(sum(exp(x -
+    max)))`` in one fused kernel, so it never takes the log of a rounded softmax.
+    """
+    return _dispatch(True, x, dim, dtype, temperature, variant, out)
 
 
-def _forward(x: torch.Tensor, dim: int, out_dtype: torch.dtype,
-             variant: str | None) -> torch.Tensor:
-    # torch.softmax returns a contiguous tensor whatever the input's strides; so do we.
-    y = torch.empty(x.shape, dtype=out_dtype, device=x.device)
-    if y.numel() == 0:
-        return y
-    xv, yv = (x.reshape(1), y.reshape(1)) if x.dim() == 0 else (x, y)
-    layout = row_layout(xv.shape, dim, xv.stride(), yv.stride())
-    if layout is None:
-        # More than two non-normalised dims that no stride pair describes (a permuted 4-d
-        # view, say): the one case where the input is copied.
-        xv = xv.contiguous()
-        layout = row_layout(xv.shape, dim, xv.stride(), yv.stride())
-    launcher.launch_softmax(xv, yv, layout, variant)
-    return y
+def softmax_(x: torch.Tensor, dim: int = -1, *, temperature: float | None = None,
+             variant: str | None = None) -> torch.Tensor:
+    """In-place ``softmax``: overwrite ``x`` (any strides, elements distinct) and return it.
+
+    Every kernel variant reads each element before writing it, within one program, so no second
+    buffer is allocated (except for strides the kernels cannot address, a permuted 4-d view say,
+    where the result goes through a temporary). No autograd.
+    """
+    return _inplace(False, x, dim, temperature, variant)
 
 
-class _Softmax(torch.autograd.Function):
-    """Gradient of softmax: ``dx = y * (dy - sum(dy * y))`` along ``dim``."""
-
-    @staticmethod
-    def forward(ctx, x: torch.Tensor, dim: int, out_dtype: torch.dtype,  # noqa: ANN001
-                variant: str | None) -> torch.Tensor:
-        y = _forward(x, dim, out_dtype, variant)
-        ctx.save_for_backward(y)
-        ctx.dim, ctx.x_dtype = dim, x.dtype
-        return y
-
-    @staticmethod
-    def backward(ctx, dy: torch.Tensor):  # noqa: ANN001, ANN205
-        (y,) = ctx.saved_tensors
-        acc = torch.float64 if y.dtype == torch.float64 else torch.float32
-        y32, dy32 = y.to(acc), dy.to(acc)
-        dx = y32 * (dy32 - (dy32 * y32).sum(ctx.dim, keepdim=True))
-        return dx.to(ctx.x_dtype), None, None, None
+def log_softmax_(x: torch.Tensor, dim: int = -1, *, temperature: float | None = None,
+                 variant: str | None = None) -> torch.Tensor:
+    """In-place ``log_softmax``; see ``softmax_``."""
+    return _inplace(True, x, dim, temperature, variant)
 
 
-def supported_dtypes(device: torch.device) -> tuple[torch.dtype, ...]:
-    """Dtypes that ``softmax`` takes (as input, or as ``dtype=``) for tensors on ``device``."""
-    if launcher.serves(device) and launcher.target().backend not in FLOAT64_TARGETS:
-        return FLOAT_DTYPES
-    return FLOAT_DTYPES + (torch.float64,)
-
-
-def _check(x: object, dim: object, dtype: torch.dtype | None,
-           variant: str | None) -> torch.dtype:
-    """Validate the arguments in the caller's terms; return the output dtype."""
-    if not isinstance(x, torch.Tensor):
-        raise TypeError(f"npu_softmax: expected a torch.Tensor, got {type(x).__name__}")
-    if isinstance(dim, bool) or not isinstance(dim, int):
-        raise TypeError(f"npu_softmax: dim must be an int, got {type(dim).__name__}")
-    if variant is not None and variant not in VARIANTS:
-        raise ValueError(f"npu_softmax: variant must be one of {VARIANTS}, got {variant!r}")
-    if not launcher.serves(x.device) and x.device.type != "cpu":
-        raise RuntimeError(_device_message(x.device))
-    allowed = supported_dtypes(x.device)
-    names = ", ".join(str(d).replace("torch.", "") for d in allowed)
-    if x.is_complex():
-        raise TypeError(f"npu_softmax: complex tensors are not supported, got {x.dtype}")
-    if dtype is not None and dtype not in allowed:
-        raise TypeError(f"npu_softmax: dtype={dtype} is not supported for {x.device.type} "
-                        f"tensors here; use one of {names}")
-    if dtype is None and x.dtype not in allowed:
-        if x.is_floating_point():
-            raise TypeError(f"npu_softmax: {x.dtype} tensors are not supported for "
-                            f"{x.device.type} tensors here; use one of {names}")
-        raise TypeError(f"npu_softmax: expected a floating-point tensor ({names}), got "
-                        f"{x.dtype}; pass dtype=torch.float32 to convert it, as torch does")
-    return dtype or x.dtype
-
-
-def _device_message(device: torch.device) -> str:
-    t = launcher.target()
-    if t.backend == "cpu":
-        active = "no Triton device driver is active (CPU only)"
+def _dispatch(log: bool, x: torch.Tensor, dim: int, dtype: torch.dtype | None,
+              temperature: float | None, variant: str | None,
+              out: torch.Tensor | None) -> torch.Tensor:
+    fn = ops.op_name(log)
+    checks.check_args(fn, x, dim, variant)
+    out_dtype = checks.check_dtype_arg(fn, x, dtype)
+    t = checks.check_temperature(fn, temperature)
+    dim = checks.wrap_dim(dim, x.dim())
+    if out is None:
+        op = ops.log_softmax if log else ops.softmax
+        return op(x, dim, dtype, t, variant)
+    checks.check_out(fn, x, out, out_dtype)
+    _no_grad(fn, x, out)
+    if out is x:
+        (ops.log_softmax_ if log else ops.softmax_)(x, dim, t, variant)
     else:
-        active = f"the active Triton target is {t.backend!r} ({t.arch}), serving " \
-                 f"{launcher.DEVICE_TYPE[t.backend]!r} tensors"
-    return (f"npu_softmax.softmax: the tensor is on {str(device)!r} but {active}; move it to a "
-            "served device or install the Triton build for it (triton-ascend + torch_npu for "
-            "'npu', upstream triton for 'cuda')")
+        (ops.log_softmax_out if log else ops.softmax_out)(x, dim, t, variant, out)
+    return out
 
 
-def _wrap_dim(dim: int, ndim: int) -> int:
-    """``dim`` as a non-negative index; a 0-d tensor takes dims -1 and 0, as in torch."""
-    size = max(ndim, 1)
-    if not -size <= dim < size:
-        raise IndexError(f"Dimension out of range (expected to be in range of "
-                         f"[{-size}, {size - 1}], but got {dim})")
-    return dim % size
+def _inplace(log: bool, x: torch.Tensor, dim: int, temperature: float | None,
+             variant: str | None) -> torch.Tensor:
+    fn = ops.op_name(log) + "_"
+    checks.check_args(fn, x, dim, variant)
+    if not x.is_floating_point():
+        raise TypeError(f"{fn}: in place needs a floating-point tensor, got {x.dtype}")
+    checks.check_out(fn, x, x, x.dtype)
+    _no_grad(fn, x, x)
+    t = checks.check_temperature(fn, temperature)
+    (ops.log_softmax_ if log else ops.softmax_)(x, checks.wrap_dim(dim, x.dim()), t, variant)
+    return x
+
+
+def _no_grad(fn: str, x: torch.Tensor, out: torch.Tensor) -> None:
+    # As torch's out= functions: a result written into a given buffer is not differentiable.
+    if torch.is_grad_enabled() and (x.requires_grad or out.requires_grad):
+        raise RuntimeError(f"{fn}: out= and in-place results do not support autograd (an "
+                           "input requires grad); call it without out= or under torch.no_grad()")

@@ -11,6 +11,10 @@ All kernels are persistent: a grid of programs, each walking work items
 compiled binary. Arithmetic runs in float32 (float64 for float64 output); the input is
 never narrower than the output (the API casts a wider input first, as ``torch.softmax`` does).
 
+Every kernel multiplies its input by a runtime ``scale`` as it loads it (``1 / temperature``, so
+a sampling temperature costs no extra pass over memory) and, with ``LOG`` set, writes
+``log_softmax`` instead of ``softmax``. The backward kernels are in ``kernels_backward``.
+
 Variants (the launcher picks one, see ``launcher.plan``):
 
 * ``softmax_tile_kernel``: ``BLOCK_M`` whole rows per iteration, each row held in one block.
@@ -38,9 +42,10 @@ def _row_start(rows, n_inner, outer_stride, inner_stride):
 
 
 @triton.jit
-def _load(ptrs, mask, ACC_TY: tl.constexpr):
-    # Masked lanes read -inf: they add nothing to the max and exp(-inf) = 0 to the sum.
-    return tl.load(ptrs, mask=mask, other=float("-inf")).to(ACC_TY)
+def _load(ptrs, mask, scale, ACC_TY: tl.constexpr):
+    # Masked lanes read -inf: they add nothing to the max and exp(-inf) = 0 to the sum
+    # (scale > 0 keeps them -inf).
+    return tl.load(ptrs, mask=mask, other=float("-inf")).to(ACC_TY) * scale
 
 
 @triton.jit
@@ -51,13 +56,35 @@ def _safe_shift(m):
 
 
 @triton.jit
-def _range_stats(x_row, col_stride, cols, lo, hi, BLOCK_N: tl.constexpr, ACC_TY: tl.constexpr):
+def _finish(x, shift, norm, LOG: tl.constexpr):
+    # ``norm`` is ``log(sum)`` for log-softmax, ``1 / sum`` for softmax (once per row, so the
+    # per-element work is one subtraction or one multiply). ``x - shift`` comes first in the
+    # log form so a large max cancels exactly before ``log(sum)`` is taken off.
+    if LOG:
+        y = (x - shift) - norm
+    else:
+        y = tl.exp(x - shift) * norm
+    return y
+
+
+@triton.jit
+def _norm(d, LOG: tl.constexpr):
+    if LOG:
+        n = tl.log(d)
+    else:
+        n = 1.0 / d
+    return n
+
+
+@triton.jit
+def _range_stats(x_row, col_stride, cols, lo, hi, scale, BLOCK_N: tl.constexpr,
+                 ACC_TY: tl.constexpr):
     """Max ``m`` and ``sum(exp(x - m))`` of ``x_row[lo:hi]`` in one pass (online softmax)."""
     m = tl.full([], float("-inf"), ACC_TY)
     d = tl.zeros([], ACC_TY)
     for start in tl.range(lo, hi, BLOCK_N):
         c = start + cols
-        x = _load(x_row + c * col_stride, c < hi, ACC_TY)
+        x = _load(x_row + c * col_stride, c < hi, scale, ACC_TY)
         m_new = tl.maximum(m, tl.max(x, axis=0))
         shift = _safe_shift(m_new)
         d = d * tl.exp(m - shift) + tl.sum(tl.exp(x - shift), axis=0)
@@ -66,24 +93,32 @@ def _range_stats(x_row, col_stride, cols, lo, hi, BLOCK_N: tl.constexpr, ACC_TY:
 
 
 @triton.jit
-def _range_normalize(x_row, y_row, x_col_stride, y_col_stride, cols, lo, hi, shift, scale,
-                     BLOCK_N: tl.constexpr, OUT_TY: tl.constexpr, ACC_TY: tl.constexpr):
-    """``y_row[lo:hi] = exp(x_row[lo:hi] - shift) * scale``."""
+def _range_normalize(x_row, y_row, x_col_stride, y_col_stride, cols, lo, hi, shift, d, scale,
+                     BLOCK_N: tl.constexpr, OUT_TY: tl.constexpr, ACC_TY: tl.constexpr,
+                     LOG: tl.constexpr):
+    """``y_row[lo:hi]`` from the row's ``shift`` (safe max) and ``d = sum(exp(x - shift))``.
+
+    Each chunk is read before it is written, by this program only, so ``y`` may be ``x``.
+    """
+    norm = _norm(d, LOG)
     for start in tl.range(lo, hi, BLOCK_N):
         c = start + cols
         mask = c < hi
-        x = _load(x_row + c * x_col_stride, mask, ACC_TY)
-        tl.store(y_row + c * y_col_stride, (tl.exp(x - shift) * scale).to(OUT_TY), mask=mask)
+        x = _load(x_row + c * x_col_stride, mask, scale, ACC_TY)
+        tl.store(y_row + c * y_col_stride, _finish(x, shift, norm, LOG).to(OUT_TY), mask=mask)
 
 
 @triton.jit(do_not_specialize=["n_rows", "n_cols"])
 def softmax_tile_kernel(
     y_ptr, x_ptr, n_rows, n_cols, n_inner,
     x_outer_stride, x_inner_stride, x_col_stride,
-    y_outer_stride, y_inner_stride, y_col_stride,
-    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, INDEX_64: tl.constexpr,
+    y_outer_stride, y_inner_stride, y_col_stride, scale,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, INDEX_64: tl.constexpr, LOG: tl.constexpr,
 ):
-    """Rows that fit one block: a ``BLOCK_M x BLOCK_N`` tile of whole rows per iteration."""
+    """Rows that fit one block: a ``BLOCK_M x BLOCK_N`` tile of whole rows per iteration.
+
+    A tile is loaded whole before it is stored, so ``y`` may be ``x`` (in place).
+    """
     OUT_TY: tl.constexpr = y_ptr.dtype.element_ty
     ACC_TY: tl.constexpr = tl.float64 if OUT_TY == tl.float64 else tl.float32
     cols = _widen(tl.arange(0, BLOCK_N), INDEX_64)
@@ -93,9 +128,10 @@ def softmax_tile_kernel(
         rows = _widen(block, INDEX_64) * BLOCK_M + tl.arange(0, BLOCK_M)
         mask = (rows < n_rows)[:, None] & col_mask[None, :]
         x_start = _row_start(rows, n_inner, x_outer_stride, x_inner_stride)
-        x = _load(x_ptr + x_start[:, None] + cols[None, :] * x_col_stride, mask, ACC_TY)
-        e = tl.exp(x - _safe_shift(tl.max(x, axis=1))[:, None])
-        y = e * (1.0 / tl.sum(e, axis=1))[:, None]
+        x = _load(x_ptr + x_start[:, None] + cols[None, :] * x_col_stride, mask, scale, ACC_TY)
+        shift = _safe_shift(tl.max(x, axis=1))[:, None]
+        norm = _norm(tl.sum(tl.exp(x - shift), axis=1), LOG)[:, None]
+        y = _finish(x, shift, norm, LOG)
         y_start = _row_start(rows, n_inner, y_outer_stride, y_inner_stride)
         tl.store(y_ptr + y_start[:, None] + cols[None, :] * y_col_stride, y.to(OUT_TY), mask=mask)
 
@@ -104,8 +140,8 @@ def softmax_tile_kernel(
 def softmax_online_kernel(
     y_ptr, x_ptr, n_rows, n_cols, n_inner,
     x_outer_stride, x_inner_stride, x_col_stride,
-    y_outer_stride, y_inner_stride, y_col_stride,
-    BLOCK_N: tl.constexpr, INDEX_64: tl.constexpr,
+    y_outer_stride, y_inner_stride, y_col_stride, scale,
+    BLOCK_N: tl.constexpr, INDEX_64: tl.constexpr, LOG: tl.constexpr,
 ):
     """Rows longer than a block: one row per iteration, two passes over ``BLOCK_N`` chunks."""
     OUT_TY: tl.constexpr = y_ptr.dtype.element_ty
@@ -115,18 +151,19 @@ def softmax_online_kernel(
         row = _widen(r, INDEX_64)
         x_row = x_ptr + _row_start(row, n_inner, x_outer_stride, x_inner_stride)
         y_row = y_ptr + _row_start(row, n_inner, y_outer_stride, y_inner_stride)
-        m, d = _range_stats(x_row, x_col_stride, cols, 0, n_cols, BLOCK_N, ACC_TY)
+        m, d = _range_stats(x_row, x_col_stride, cols, 0, n_cols, scale, BLOCK_N, ACC_TY)
         _range_normalize(x_row, y_row, x_col_stride, y_col_stride, cols, 0, n_cols,
-                         _safe_shift(m), 1.0 / d, BLOCK_N, OUT_TY, ACC_TY)
+                         _safe_shift(m), d, scale, BLOCK_N, OUT_TY, ACC_TY, LOG)
 
 
 @triton.jit(do_not_specialize=["n_rows", "n_cols", "split_cols"])
 def softmax_split_stats_kernel(
     max_ptr, sum_ptr, x_ptr, n_rows, n_cols, n_inner,
-    x_outer_stride, x_inner_stride, x_col_stride, split_cols,
+    x_outer_stride, x_inner_stride, x_col_stride, split_cols, scale,
     N_SPLITS: tl.constexpr, BLOCK_N: tl.constexpr, INDEX_64: tl.constexpr,
 ):
-    """Pass 1 of a split row: max and sum of each ``split_cols`` range into ``[n_rows, N_SPLITS]``."""
+    """Pass 1 of a split row: max and sum of each ``split_cols`` range into
+    ``[n_rows, N_SPLITS]``."""
     ACC_TY: tl.constexpr = max_ptr.dtype.element_ty
     cols = _widen(tl.arange(0, BLOCK_N), INDEX_64)
     for i in tl.range(tl.program_id(0), n_rows * N_SPLITS, tl.num_programs(0)):
@@ -135,7 +172,7 @@ def softmax_split_stats_kernel(
         lo = (item % N_SPLITS) * split_cols
         hi = tl.minimum(lo + split_cols, n_cols)
         x_row = x_ptr + _row_start(row, n_inner, x_outer_stride, x_inner_stride)
-        m, d = _range_stats(x_row, x_col_stride, cols, lo, hi, BLOCK_N, ACC_TY)
+        m, d = _range_stats(x_row, x_col_stride, cols, lo, hi, scale, BLOCK_N, ACC_TY)
         tl.store(max_ptr + item, m)
         tl.store(sum_ptr + item, d)
 
@@ -144,10 +181,14 @@ def softmax_split_stats_kernel(
 def softmax_split_norm_kernel(
     y_ptr, max_ptr, sum_ptr, x_ptr, n_rows, n_cols, n_inner,
     x_outer_stride, x_inner_stride, x_col_stride,
-    y_outer_stride, y_inner_stride, y_col_stride, split_cols,
-    N_SPLITS: tl.constexpr, BLOCK_N: tl.constexpr, INDEX_64: tl.constexpr,
+    y_outer_stride, y_inner_stride, y_col_stride, split_cols, scale,
+    N_SPLITS: tl.constexpr, BLOCK_N: tl.constexpr, INDEX_64: tl.constexpr, LOG: tl.constexpr,
 ):
-    """Pass 2 of a split row: combine the row's partial max/sum, normalise one column range."""
+    """Pass 2 of a split row: combine the row's partial max/sum, normalise one column range.
+
+    A program reads only the column range it writes (pass 1 has read the whole row before this
+    kernel starts), so ``y`` may be ``x`` (in place).
+    """
     OUT_TY: tl.constexpr = y_ptr.dtype.element_ty
     ACC_TY: tl.constexpr = max_ptr.dtype.element_ty
     cols = _widen(tl.arange(0, BLOCK_N), INDEX_64)
@@ -164,4 +205,4 @@ def softmax_split_norm_kernel(
         x_row = x_ptr + _row_start(row, n_inner, x_outer_stride, x_inner_stride)
         y_row = y_ptr + _row_start(row, n_inner, y_outer_stride, y_inner_stride)
         _range_normalize(x_row, y_row, x_col_stride, y_col_stride, cols, lo, hi,
-                         shift, 1.0 / d, BLOCK_N, OUT_TY, ACC_TY)
+                         shift, d, scale, BLOCK_N, OUT_TY, ACC_TY, LOG)

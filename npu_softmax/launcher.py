@@ -19,7 +19,9 @@ from typing import Any
 import torch
 import triton
 
-from . import _compat, kernels as K
+from . import _compat
+from . import kernels as K
+from . import kernels_backward as KB
 from .backends import Backend, InterpreterBackend, for_target
 from .layout import RowLayout
 
@@ -36,7 +38,7 @@ class Target:
     interpreter: bool
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def target() -> Target:
     """The active Triton target, resolved once (a per-call lookup would cost host time and break
     graphs in traced code)."""
@@ -48,7 +50,7 @@ def target() -> Target:
     return Target(str(found.backend), str(found.arch), False)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def backend() -> Backend:
     """The sizing rules of the active target."""
     t = target()
@@ -64,7 +66,7 @@ def serves(device: torch.device) -> bool:
     return DEVICE_TYPE.get(t.backend) == device.type
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def core_count(device_index: int) -> int:
     """Cores of one device (SMs, vector cores; a few programs under the interpreter)."""
     return backend().core_count(device_index)
@@ -82,19 +84,21 @@ class Plan:
 
 
 def plan(layout: RowLayout, itemsize: int, n_cores: int, be: Backend,
-         variant: str | None = None) -> Plan:
+         variant: str | None = None, streams: int = 1) -> Plan:
     """Choose the variant and tile for a row matrix of ``itemsize``-byte elements.
 
     * rows that fit the target's tile: ``tile``, several rows per iteration when they are short;
     * longer rows, fewer rows than cores: ``split`` (each row shared by several programs);
     * longer rows otherwise: ``online`` (one row per iteration, looped).
 
-    ``variant`` forces a variant (tests use it to run each one on small shapes).
+    ``variant`` forces a variant (tests use it to run each one on small shapes). ``streams`` is
+    how many tensors a kernel reads per element (2 for the backward's ``y`` and ``dy``): the
+    tile and chunk budgets are shared between them.
     """
     n_rows, n_cols = layout.n_rows, layout.n_cols
     full_block = triton.next_power_of_2(n_cols)
-    fits = full_block <= be.tile_elems(itemsize)
-    chunk = min(be.chunk_elems(itemsize), full_block)
+    fits = full_block * streams <= be.tile_elems(itemsize)
+    chunk = min(max(1, be.chunk_elems(itemsize) // streams), full_block)
     most_splits = triton.cdiv(n_cols, chunk)
     if variant is None:
         if fits:
@@ -143,35 +147,77 @@ def _launch(key: tuple, kernel: Any, n_items: int, args: tuple, constexprs: dict
 
 
 def launch_softmax(x: torch.Tensor, y: torch.Tensor, layout: RowLayout,
-                   variant: str | None = None) -> Plan:
-    """Write ``softmax(x)`` into ``y`` along the rows of ``layout``; return the plan used.
+                   variant: str | None = None, *, log: bool = False,
+                   scale: float = 1.0) -> Plan:
+    """Write ``softmax(x * scale)`` (``log_softmax`` with ``log``) into ``y`` along the rows of
+    ``layout``; return the plan used.
 
     ``x`` and ``y`` are on one device; ``y``'s dtype is the output dtype; no element is empty.
+    ``y`` may be ``x`` itself (every variant reads an element before writing it, in one program).
     """
     be = backend()
     device_index = x.device.index or 0
     p = plan(layout, max(x.element_size(), y.element_size()), core_count(device_index), be,
              variant)
     n_rows, n_cols, n_inner = layout.n_rows, layout.n_cols, layout.n_inner
-    key = (p.variant, p.block_m, p.block_n, p.n_splits, p.index_64, x.dtype, y.dtype,
+    key = (p.variant, p.block_m, p.block_n, p.n_splits, p.index_64, x.dtype, y.dtype, log,
            target(), x.device.type, device_index)
+    args = (y, x, n_rows, n_cols, n_inner, *layout.x_strides, *layout.y_strides, scale)
     with _device_guard(x.device):
         if p.variant == "tile":
-            _launch(key, K.softmax_tile_kernel, triton.cdiv(n_rows, p.block_m),
-                    (y, x, n_rows, n_cols, n_inner, *layout.x_strides, *layout.y_strides),
-                    {"BLOCK_M": p.block_m, "BLOCK_N": p.block_n, "INDEX_64": p.index_64},
-                    device_index, p.block_m * p.block_n)
+            _launch(key, K.softmax_tile_kernel, triton.cdiv(n_rows, p.block_m), args,
+                    {"BLOCK_M": p.block_m, "BLOCK_N": p.block_n, "INDEX_64": p.index_64,
+                     "LOG": log}, device_index, p.block_m * p.block_n)
         elif p.variant == "online":
-            _launch(key, K.softmax_online_kernel, n_rows,
-                    (y, x, n_rows, n_cols, n_inner, *layout.x_strides, *layout.y_strides),
-                    {"BLOCK_N": p.block_n, "INDEX_64": p.index_64}, device_index, p.block_n)
+            _launch(key, K.softmax_online_kernel, n_rows, args,
+                    {"BLOCK_N": p.block_n, "INDEX_64": p.index_64, "LOG": log}, device_index,
+                    p.block_n)
         else:
-            _launch_split(x, y, layout, p, key, device_index)
+            _launch_split(x, y, layout, p, key, device_index, log, scale)
+    return p
+
+
+def launch_softmax_backward(dy: torch.Tensor, y: torch.Tensor, dx: torch.Tensor,
+                            layout: RowLayout, variant: str | None = None, *,
+                            log: bool = False, scale: float = 1.0) -> Plan:
+    """Write the gradient of ``softmax(x * scale)`` (``log_softmax`` with ``log``) into ``dx``,
+    from the forward's output ``y`` and the incoming gradient ``dy``; return the plan used.
+
+    ``layout.x_strides`` address ``dy``; ``layout.y_strides`` address both ``y`` and ``dx``.
+    The variant and tile come from the forward's ``plan``, for two input streams.
+    """
+    be = backend()
+    device_index = dy.device.index or 0
+    itemsize = max(dy.element_size(), y.element_size(), dx.element_size())
+    p = plan(layout, itemsize, core_count(device_index), be, variant, streams=2)
+    n_rows, n_cols, n_inner = layout.n_rows, layout.n_cols, layout.n_inner
+    key = ("backward", p.variant, p.block_m, p.block_n, p.n_splits, p.index_64, dy.dtype,
+           y.dtype, dx.dtype, log, target(), dy.device.type, device_index)
+    rows = (n_rows, n_cols, n_inner, *layout.x_strides, *layout.y_strides)
+    flags = {"BLOCK_N": p.block_n, "INDEX_64": p.index_64, "LOG": log}
+    with _device_guard(dy.device):
+        if p.variant == "tile":
+            _launch(key, KB.softmax_bwd_tile_kernel, triton.cdiv(n_rows, p.block_m),
+                    (dx, y, dy, *rows, scale), {**flags, "BLOCK_M": p.block_m}, device_index,
+                    p.block_m * p.block_n)
+        elif p.variant == "online":
+            _launch(key, KB.softmax_bwd_online_kernel, n_rows, (dx, y, dy, *rows, scale), flags,
+                    device_index, p.block_n)
+        else:
+            acc = torch.float64 if y.dtype == torch.float64 else torch.float32
+            dots = torch.empty((n_rows, p.n_splits), dtype=acc, device=dy.device)
+            split_cols = triton.cdiv(triton.cdiv(n_cols, p.n_splits), p.block_n) * p.block_n
+            n_items = n_rows * p.n_splits
+            flags["N_SPLITS"] = p.n_splits
+            _launch(key + ("dot",), KB.softmax_bwd_split_dot_kernel, n_items,
+                    (dots, y, dy, *rows, split_cols), flags, device_index, p.block_n)
+            _launch(key + ("grad",), KB.softmax_bwd_split_grad_kernel, n_items,
+                    (dx, dots, y, dy, *rows, split_cols, scale), flags, device_index, p.block_n)
     return p
 
 
 def _launch_split(x: torch.Tensor, y: torch.Tensor, layout: RowLayout, p: Plan, key: tuple,
-                  device_index: int) -> None:
+                  device_index: int, log: bool, scale: float) -> None:
     # Partial max/sum per (row, split); float32 unless the output is float64.
     acc = torch.float64 if y.dtype == torch.float64 else torch.float32
     part_max = torch.empty((layout.n_rows, p.n_splits), dtype=acc, device=x.device)
@@ -181,11 +227,11 @@ def _launch_split(x: torch.Tensor, y: torch.Tensor, layout: RowLayout, p: Plan, 
     rows = (layout.n_rows, layout.n_cols, layout.n_inner)
     common = {"N_SPLITS": p.n_splits, "BLOCK_N": p.block_n, "INDEX_64": p.index_64}
     _launch(key + ("stats",), K.softmax_split_stats_kernel, n_items,
-            (part_max, part_sum, x, *rows, *layout.x_strides, split_cols),
+            (part_max, part_sum, x, *rows, *layout.x_strides, split_cols, scale),
             common, device_index, p.block_n)
     _launch(key + ("norm",), K.softmax_split_norm_kernel, n_items,
-            (y, part_max, part_sum, x, *rows, *layout.x_strides, *layout.y_strides, split_cols),
-            common, device_index, p.block_n)
+            (y, part_max, part_sum, x, *rows, *layout.x_strides, *layout.y_strides, split_cols,
+             scale), {**common, "LOG": log}, device_index, p.block_n)
 
 
 def _device_guard(device: torch.device) -> Any:

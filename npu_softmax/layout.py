@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 
 @dataclass(frozen=True)
@@ -39,7 +39,8 @@ def row_layout(shape: Sequence[int], dim: int, x_strides: Sequence[int],
     for d, size in enumerate(shape):
         if d == dim or size == 1:
             continue
-        if groups and all(groups[-1][k] == size * s[d] for k, s in ((1, x_strides), (2, y_strides))):
+        pairs = ((1, x_strides), (2, y_strides))
+        if groups and all(groups[-1][k] == size * s[d] for k, s in pairs):
             groups[-1] = [groups[-1][0] * size, x_strides[d], y_strides[d]]
         else:
             groups.append([size, x_strides[d], y_strides[d]])

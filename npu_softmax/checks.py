@@ -1,0 +1,129 @@
+"""Argument checks with errors in the caller's terms.
+
+Two kinds: ``check_*`` functions that look only at Python values and tensor metadata (safe in code
+that ``torch.compile`` traces), and ``check_target`` which asks the Triton target which dtypes and
+devices it serves; that one runs inside the custom ops (their kernels and fake kernels), never in
+the traced Python of the public functions, so a driver lookup can never break a graph.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+from . import launcher
+
+#: Input/output dtypes the kernels take on every target.
+FLOAT_DTYPES = (torch.float16, torch.bfloat16, torch.float32)
+#: float64 works where Triton has fp64 arithmetic (CUDA, HIP, the interpreter), not on Ascend.
+FLOAT64_TARGETS = ("cuda", "hip", "cpu")
+VARIANTS = ("tile", "online", "split")
+
+
+def check_args(fn: str, x: object, dim: object, variant: object) -> None:
+    """``x`` is a real tensor, ``dim`` an int and ``variant`` a kernel variant or None."""
+    if not isinstance(x, torch.Tensor):
+        raise TypeError(f"{fn}: expected a torch.Tensor, got {type(x).__name__}")
+    if x.is_complex():
+        raise TypeError(f"{fn}: complex tensors are not supported, got {x.dtype}")
+    if isinstance(dim, bool) or not isinstance(dim, int):
+        raise TypeError(f"{fn}: dim must be an int, got {type(dim).__name__}")
+    if variant is not None and variant not in VARIANTS:
+        raise ValueError(f"{fn}: variant must be one of {VARIANTS}, got {variant!r}")
+
+
+def check_dtype_arg(fn: str, x: torch.Tensor, dtype: object) -> torch.dtype:
+    """The output dtype: ``dtype`` or ``x.dtype``; integer and bool inputs need ``dtype``."""
+    if dtype is not None and not (isinstance(dtype, torch.dtype) and dtype.is_floating_point):
+        raise TypeError(f"{fn}: dtype must be a floating-point torch.dtype, got {dtype!r}")
+    if dtype is None and not x.is_floating_point():
+        raise TypeError(f"{fn}: expected a floating-point tensor, got {x.dtype}; "
+                        "pass dtype=torch.float32 to convert it")
+    return dtype or x.dtype
+
+
+def check_temperature(fn: str, temperature: object) -> float:
+    """``temperature`` as a float: positive and finite (None means 1)."""
+    if temperature is None:
+        return 1.0
+    if isinstance(temperature, bool) or not isinstance(temperature, (int, float)):
+        raise TypeError(f"{fn}: temperature must be a positive finite float, "
+                        f"got {type(temperature).__name__}")
+    # Comparisons rather than math.isfinite: under torch.compile a float argument may be a
+    # symbolic float, which comparisons guard on and math.isfinite cannot take. NaN fails both.
+    if not (0 < temperature < math.inf):
+        # A traced symbolic float cannot be formatted; its value is in the guard's message.
+        got = "" if torch.compiler.is_compiling() else f", got {temperature}"
+        raise ValueError(f"{fn}: temperature must be a positive finite float{got}")
+    return float(temperature)
+
+
+def wrap_dim(dim: int, ndim: int) -> int:
+    """``dim`` as a non-negative index; a 0-d tensor takes dims -1 and 0, as in torch."""
+    size = max(ndim, 1)
+    if not -size <= dim < size:
+        raise IndexError(f"Dimension out of range (expected to be in range of "
+                         f"[{-size}, {size - 1}], but got {dim})")
+    return dim % size
+
+
+def check_out(fn: str, x: torch.Tensor, out: object, out_dtype: torch.dtype) -> None:
+    """``out`` has ``x``'s shape and device, the output dtype, and no element twice."""
+    if not isinstance(out, torch.Tensor):
+        raise TypeError(f"{fn}: out must be a torch.Tensor, got {type(out).__name__}")
+    if out.shape != x.shape:
+        raise ValueError(f"{fn}: out has shape {tuple(out.shape)} but the result has shape "
+                         f"{tuple(x.shape)}")
+    if out.dtype != out_dtype:
+        raise TypeError(f"{fn}: out has dtype {out.dtype} but the result has dtype {out_dtype}")
+    if out.device != x.device:
+        raise RuntimeError(f"{fn}: out is on {out.device} but the input is on {x.device}")
+    if any(st == 0 and sz > 1 for sz, st in zip(out.shape, out.stride())):
+        raise RuntimeError(f"{fn}: out has overlapping elements (a stride of 0, e.g. from "
+                           "expand()); pass a tensor whose elements are distinct")
+
+
+def check_no_partial_overlap(fn: str, x: torch.Tensor, out: torch.Tensor) -> None:
+    """``out`` shares no memory with ``x`` unless it is the very same view (in place).
+
+    Compared by byte ranges, so two interleaved views that touch distinct elements are refused
+    too (conservative; such a call can go through a separate buffer).
+    """
+    if x.numel() == 0 or x.untyped_storage().data_ptr() != out.untyped_storage().data_ptr():
+        return
+    if (x.data_ptr(), x.stride(), x.dtype) == (out.data_ptr(), out.stride(), out.dtype):
+        return
+
+    def extent(t: torch.Tensor) -> tuple[int, int]:
+        last = sum((s - 1) * abs(st) for s, st in zip(t.shape, t.stride()))
+        return t.data_ptr(), t.data_ptr() + (last + 1) * t.element_size()
+
+    (a0, a1), (b0, b1) = extent(x), extent(out)
+    if a0 < b1 and b0 < a1:
+        raise RuntimeError(f"{fn}: out overlaps the input's memory without being the same view; "
+                           "pass the input itself for an in-place result, or a separate tensor")
+
+
+def check_target(fn: str, x: torch.Tensor, out_dtype: torch.dtype) -> None:
+    """``x``'s device and the dtypes are ones the active Triton target serves."""
+    t = launcher.target()
+    allowed = FLOAT_DTYPES + ((torch.float64,) if t.backend in FLOAT64_TARGETS else ())
+    if out_dtype not in allowed:
+        names = ", ".join(str(d).removeprefix("torch.") for d in allowed)
+        where = " on this target" if t.backend not in FLOAT64_TARGETS else ""
+        raise TypeError(f"{fn}: dtype {out_dtype} is not supported{where}; use one of {names}")
+    if not launcher.serves(x.device) and x.device.type != "cpu":
+        raise RuntimeError(device_message(fn, x.device))
+
+
+def device_message(fn: str, device: torch.device) -> str:
+    t = launcher.target()
+    if t.backend == "cpu":
+        active = "no Triton device driver is active (CPU only)"
+    else:
+        active = f"the active Triton target is {t.backend!r} ({t.arch}), serving " \
+                 f"{launcher.DEVICE_TYPE[t.backend]!r} tensors"
+    return (f"{fn}: the tensor is on {str(device)!r} but {active}; move it to a "
+            "served device or install the Triton build for it (triton-ascend + torch_npu for "
+            "'npu', upstream triton for 'cuda')")

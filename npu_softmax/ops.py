@@ -1,0 +1,168 @@
+"""The ``torch.library`` custom ops behind the public functions.
+
+=====================================================  =========================================
+``npu_softmax::softmax(x, dim, dtype, temperature, variant) -> Tensor``       forward, autograd
+``npu_softmax::log_softmax(x, dim, dtype, temperature, variant) -> Tensor``   forward, autograd
+``npu_softmax::softmax_backward(grad, output, dim, input_dtype, temperature, variant)``
+``npu_softmax::log_softmax_backward(grad, output, dim, input_dtype, temperature, variant)``
+``npu_softmax::softmax_out(x, dim, temperature, variant, out!)``              writes ``out``
+``npu_softmax::log_softmax_out(x, dim, temperature, variant, out!)``          writes ``out``
+``npu_softmax::softmax_(x!, dim, temperature, variant)``                      in place
+``npu_softmax::log_softmax_(x!, dim, temperature, variant)``                  in place
+=====================================================  =========================================
+
+Each has a fake kernel (shapes and dtypes only) so ``torch.compile`` traces through it without a
+graph break; the forwards have autograd through the backward ops, which run the Triton backward
+kernels (no double backward). ``dim`` is already wrapped to ``[0, ndim)`` by the caller; the ops
+check dtypes and devices against the Triton target (inside the op, so tracing never sees the
+driver lookup). Tensors on a device the kernels do not serve (CPU without the interpreter) run
+torch's own softmax, so every device the public API accepts has an implementation.
+"""
+
+from typing import Optional
+
+import torch
+
+from . import checks, launcher
+from .layout import row_layout
+
+Tensor = torch.Tensor
+
+
+def op_name(log: bool) -> str:
+    """The public function's name, for error messages."""
+    return "npu_softmax.log_softmax" if log else "npu_softmax.softmax"
+
+
+def _as_rows(t: Tensor) -> Tensor:
+    # The kernels need at least one dim; a 0-d tensor is one row of one element.
+    return t.reshape(1) if t.dim() == 0 else t
+
+
+def _narrows(src: torch.dtype, dst: torch.dtype) -> bool:
+    """Whether casting ``src`` to ``dst`` can round (float32 -> bfloat16, float16 <-> bfloat16)."""
+    return src != dst and torch.promote_types(src, dst) != dst
+
+
+def forward_into(x: Tensor, y: Tensor, dim: int, temperature: float, log: bool,
+                 variant: Optional[str]) -> None:
+    """Write ``softmax(x / temperature)`` (``log_softmax`` with ``log``) along ``dim`` into ``y``.
+
+    ``y`` has ``x``'s shape, any strides without internal overlap, and the output dtype; it may
+    be ``x`` itself. ``x`` is cast to ``y.dtype`` first, as torch does for ``dtype=``.
+    """
+    if y.numel() == 0:
+        return
+    if not launcher.serves(x.device):
+        fn = torch.log_softmax if log else torch.softmax
+        y.copy_(fn(x.to(y.dtype) / temperature, dim))
+        return
+    if not x.is_floating_point() or _narrows(x.dtype, y.dtype):
+        # The kernels only widen on load; a narrowing dtype= rounds in torch first, as
+        # torch.softmax does (and Triton's interpreter would truncate bfloat16 instead).
+        x = x.to(y.dtype)
+    xv, yv = _as_rows(x), _as_rows(y)
+    layout = row_layout(xv.shape, dim, xv.stride(), yv.stride())
+    if layout is None and xv.data_ptr() != yv.data_ptr():
+        # More than two non-normalised dims that no stride pair describes (a permuted 4-d view,
+        # say): copy the input. In place that would not help, so the output goes through a
+        # contiguous buffer instead.
+        xv = xv.contiguous()
+        layout = row_layout(xv.shape, dim, xv.stride(), yv.stride())
+    if layout is None:
+        tmp = torch.empty(yv.shape, dtype=yv.dtype, device=yv.device)
+        forward_into(xv, tmp, dim, temperature, log, variant)
+        yv.copy_(tmp)
+        return
+    launcher.launch_softmax(xv, yv, layout, variant, log=log, scale=1.0 / temperature)
+
+
+def backward(grad: Tensor, output: Tensor, dim: int, input_dtype: torch.dtype,
+             temperature: float, log: bool, variant: Optional[str]) -> Tensor:
+    """The gradient w.r.t. the forward's input, of dtype ``input_dtype`` (contiguous)."""
+    if not launcher.serves(grad.device):
+        fn = torch._log_softmax_backward_data if log else torch._softmax_backward_data
+        return fn(grad, output, dim, input_dtype) / temperature
+    # y and dx share strides in the kernels; the forward's output is contiguous already.
+    y = output.contiguous()
+    dx = torch.empty(y.shape, dtype=input_dtype, device=y.device)
+    if dx.numel() == 0:
+        return dx
+    dyv, yv, dxv = _as_rows(grad), _as_rows(y), _as_rows(dx)
+    layout = row_layout(yv.shape, dim, dyv.stride(), yv.stride())
+    if layout is None:
+        dyv = dyv.contiguous()
+        layout = row_layout(yv.shape, dim, dyv.stride(), yv.stride())
+    launcher.launch_softmax_backward(dyv, yv, dxv, layout, variant, log=log,
+                                     scale=1.0 / temperature)
+    return dx
+
+
+def _define(log: bool) -> tuple:
+    """Define the forward, backward, out and in-place ops of softmax (``log``: log-softmax)."""
+    base = "log_softmax" if log else "softmax"
+    fn = op_name(log)
+
+    def forward(x: Tensor, dim: int, dtype: Optional[torch.dtype] = None,
+                temperature: float = 1.0, variant: Optional[str] = None) -> Tensor:
+        out_dtype = dtype or x.dtype
+        checks.check_target(fn, x, out_dtype)
+        y = torch.empty(x.shape, dtype=out_dtype, device=x.device)
+        forward_into(x, y, dim, temperature, log, variant)
+        return y
+
+    def forward_fake(x: Tensor, dim: int, dtype: Optional[torch.dtype] = None,
+                     temperature: float = 1.0, variant: Optional[str] = None) -> Tensor:
+        checks.check_target(fn, x, dtype or x.dtype)
+        return x.new_empty(x.shape, dtype=dtype or x.dtype)
+
+    def grad(grad: Tensor, output: Tensor, dim: int, input_dtype: torch.dtype,
+             temperature: float = 1.0, variant: Optional[str] = None) -> Tensor:
+        return backward(grad, output, dim, input_dtype, temperature, log, variant)
+
+    def grad_fake(grad: Tensor, output: Tensor, dim: int, input_dtype: torch.dtype,
+                  temperature: float = 1.0, variant: Optional[str] = None) -> Tensor:
+        return output.new_empty(output.shape, dtype=input_dtype)
+
+    def out_op(x: Tensor, dim: int, temperature: float, variant: Optional[str],
+               out: Tensor) -> None:
+        checks.check_target(fn, x, out.dtype)
+        checks.check_no_partial_overlap(fn, x, out)
+        forward_into(x, out, dim, temperature, log, variant)
+
+    def out_fake(x: Tensor, dim: int, temperature: float, variant: Optional[str],
+                 out: Tensor) -> None:
+        checks.check_target(fn, x, out.dtype)
+
+    def inplace(x: Tensor, dim: int, temperature: float, variant: Optional[str]) -> None:
+        checks.check_target(fn, x, x.dtype)
+        forward_into(x, x, dim, temperature, log, variant)
+
+    def inplace_fake(x: Tensor, dim: int, temperature: float, variant: Optional[str]) -> None:
+        checks.check_target(fn, x, x.dtype)
+
+    fwd_op = torch.library.custom_op(f"npu_softmax::{base}", forward, mutates_args=())
+    fwd_op.register_fake(forward_fake)
+    bwd_op = torch.library.custom_op(f"npu_softmax::{base}_backward", grad, mutates_args=())
+    bwd_op.register_fake(grad_fake)
+    o_op = torch.library.custom_op(f"npu_softmax::{base}_out", out_op, mutates_args=("out",))
+    o_op.register_fake(out_fake)
+    i_op = torch.library.custom_op(f"npu_softmax::{base}_", inplace, mutates_args=("x",))
+    i_op.register_fake(inplace_fake)
+
+    def setup_context(ctx, inputs: tuple, output: Tensor) -> None:  # noqa: ANN001
+        x, dim, _, temperature, variant = inputs
+        ctx.save_for_backward(output)
+        ctx.dim, ctx.x_dtype, ctx.temperature, ctx.variant = dim, x.dtype, temperature, variant
+
+    def autograd_backward(ctx, dy: Tensor) -> tuple:  # noqa: ANN001
+        (y,) = ctx.saved_tensors
+        dx = bwd_op(dy, y, ctx.dim, ctx.x_dtype, ctx.temperature, ctx.variant)
+        return dx, None, None, None, None
+
+    fwd_op.register_autograd(autograd_backward, setup_context=setup_context)
+    return fwd_op, bwd_op, o_op, i_op
+
+
+softmax, softmax_backward, softmax_out, softmax_ = _define(log=False)
+log_softmax, log_softmax_backward, log_softmax_out, log_softmax_ = _define(log=True)

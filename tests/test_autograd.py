@@ -1,0 +1,88 @@
+"""Gradients through the Triton backward kernels: gradcheck in float64, and against float64
+references in the low-precision dtypes, for every variant and stride pattern of ``dy``."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from _ref import DTYPES, VARIANTS, assert_close
+
+import npu_softmax as ns
+from npu_softmax import launcher
+
+FUNCS = {"softmax": (ns.softmax, torch.softmax), "log_softmax": (ns.log_softmax, torch.log_softmax)}
+
+
+def _reference_grad(torch_fn, x: torch.Tensor, dy: torch.Tensor, dim: int,  # noqa: ANN001
+                    temperature: float = 1.0) -> torch.Tensor:
+    x64 = x.detach().cpu().double().requires_grad_()
+    torch_fn(x64 / temperature, dim).backward(dy.detach().cpu().double())
+    return x64.grad
+
+
+@pytest.mark.parametrize("name", FUNCS)
+@pytest.mark.parametrize("variant", VARIANTS)
+@pytest.mark.parametrize("temperature", [None, 0.6])
+def test_gradcheck(kernel_device: str, name: str, variant: str | None,
+                   temperature: float | None) -> None:
+    if launcher.target().backend == "npu":
+        pytest.skip("no float64 on Ascend")
+    fn, _ = FUNCS[name]
+    x = torch.randn(3, 13, dtype=torch.float64, device=kernel_device, requires_grad=True)
+    assert torch.autograd.gradcheck(
+        lambda t: fn(t, 1, temperature=temperature, variant=variant), (x,))
+    x0 = torch.randn(7, 2, dtype=torch.float64, device=kernel_device, requires_grad=True)
+    assert torch.autograd.gradcheck(lambda t: fn(t, 0, variant=variant), (x0,))
+
+
+@pytest.mark.parametrize("name", FUNCS)
+@pytest.mark.parametrize("variant", VARIANTS)
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape", [(37, 781), (2, 2053)])  # 2053: several backward chunks
+def test_grad_matches_float64(device: str, name: str, variant: str | None, dtype: torch.dtype,
+                              shape: tuple) -> None:
+    if dtype == torch.float64 and device == "npu":
+        pytest.skip("no float64 on Ascend")
+    fn, torch_fn = FUNCS[name]
+    x = torch.randn(shape, device=device).to(dtype).requires_grad_()
+    y = fn(x, -1, temperature=1.7, variant=variant)
+    dy = torch.randn(shape, device=device).to(dtype)
+    y.backward(dy)
+    assert x.grad.dtype == dtype
+    # The low-precision gradient is rounded from y, dy and dx: three roundings.
+    assert_close(x.grad, _reference_grad(torch_fn, x, dy, -1, 1.7), dtype, scale=3)
+
+
+@pytest.mark.parametrize("name", FUNCS)
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_grad_strides(device: str, name: str, variant: str | None) -> None:
+    fn, torch_fn = FUNCS[name]
+    base = torch.randn(9, 50, 7, device=device)
+    x = base.transpose(0, 1).requires_grad_()  # softmax over dim 0: strided rows
+    y = fn(x, 0, variant=variant)
+    y.sum().backward()  # dy is an expanded tensor: every stride 0
+    assert_close(x.grad, _reference_grad(torch_fn, x, torch.ones(x.shape), 0), torch.float32)
+    x.grad = None
+    dy_t = torch.randn(7, 9, 50, device=device).permute(2, 1, 0)  # non-contiguous dy
+    fn(x, 0, variant=variant).backward(dy_t)
+    assert_close(x.grad, _reference_grad(torch_fn, x, dy_t, 0), torch.float32)
+
+
+def test_grad_upcast_dtype(device: str) -> None:
+    x = torch.randn(6, 40, device=device).to(torch.bfloat16).requires_grad_()
+    y = ns.log_softmax(x, 1, dtype=torch.float32)
+    dy = torch.randn(6, 40, device=device)
+    y.backward(dy)
+    assert x.grad.dtype == torch.bfloat16
+    expected = _reference_grad(torch.log_softmax, x.float(), dy, 1)
+    assert_close(x.grad, expected, torch.bfloat16)
+
+
+def test_grad_0d_and_empty(device: str) -> None:
+    for shape in ((), (0, 4), (3, 0)):
+        for name, (fn, torch_fn) in FUNCS.items():
+            x = torch.randn(shape, device=device, requires_grad=True)
+            fn(x, -1).sum().backward()
+            xr = x.detach().cpu().requires_grad_()
+            torch_fn(xr, -1).sum().backward()
+            torch.testing.assert_close(x.grad.cpu(), xr.grad, msg=name)

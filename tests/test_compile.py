@@ -1,0 +1,96 @@
+"""torch.compile (fullgraph: no graph break), torch.library.opcheck, CUDA-graph capture."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from _ref import assert_close
+
+import npu_softmax as ns
+from npu_softmax import ops
+
+
+@pytest.fixture(autouse=True)
+def _fresh_dynamo() -> None:
+    torch._dynamo.reset()
+
+
+def test_opcheck(kernel_device: str) -> None:
+    # Schema, fake kernels, autograd registration and AOT dispatch of every op.
+    x = torch.randn(5, 37, device=kernel_device, requires_grad=True)
+    for op in (ops.softmax, ops.log_softmax):
+        torch.library.opcheck(op, (x, 1, None, 0.5, None))
+        torch.library.opcheck(op, (x.detach().t(), 0, torch.float64, 1.0, "online"))
+    y = ops.softmax(x.detach(), 1, None, 1.0, None)
+    for op in (ops.softmax_backward, ops.log_softmax_backward):
+        torch.library.opcheck(op, (torch.randn_like(y), y, 1, torch.float32, 2.0, None))
+    for op in (ops.softmax_out, ops.log_softmax_out):
+        torch.library.opcheck(op, (x.detach(), 1, 1.0, None, torch.empty_like(y)))
+    for op in (ops.softmax_, ops.log_softmax_):
+        torch.library.opcheck(op, (x.detach().clone(), 0, 3.0, "split"))
+
+
+def test_compile_fullgraph(kernel_device: str) -> None:
+    def f(x: torch.Tensor, temperature: float) -> torch.Tensor:
+        return ns.softmax(x * 2, -1, temperature=temperature) + ns.log_softmax(x, 0).exp()
+
+    compiled = torch.compile(f, fullgraph=True)
+    x = torch.randn(8, 33, device=kernel_device, requires_grad=True)
+    xe = x.detach().clone().requires_grad_()
+    for temperature in (0.7, 1.3):  # the second call may trace temperature symbolically
+        x.grad = xe.grad = None
+        compiled(x, temperature).square().sum().backward()
+        f(xe, temperature).square().sum().backward()
+        assert_close(x.grad, xe.grad, torch.float32)
+
+
+class _Attention(torch.nn.Module):
+    """One attention head: the score softmax is npu_softmax's module."""
+
+    def __init__(self, width: int) -> None:
+        super().__init__()
+        self.qkv = torch.nn.Linear(width, 3 * width)
+        self.softmax = ns.Softmax(dim=-1)
+        self.scale = width ** -0.5
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        q, k, v = self.qkv(x).chunk(3, dim=-1)
+        return self.softmax(q @ k.transpose(-2, -1) * self.scale) @ v
+
+
+def test_compiled_attention_block(kernel_device: str) -> None:
+    model = _Attention(24).to(kernel_device)
+    x = torch.randn(2, 19, 24, device=kernel_device)
+    compiled = torch.compile(model, fullgraph=True)
+    out = compiled(x)
+    out.sum().backward()
+    grads = [p.grad.clone() for p in model.parameters()]
+    model.zero_grad()
+    # The same block with torch's softmax, in float64, as the reference.
+    ref = _Attention(24).to(kernel_device).double()
+    ref.load_state_dict(model.state_dict())
+    ref.softmax = torch.nn.Softmax(dim=-1)
+    expected = ref(x.double())
+    expected.sum().backward()
+    assert_close(out, expected, torch.float32, scale=10)
+    for g, p in zip(grads, ref.parameters()):
+        assert_close(g, p.grad, torch.float32, scale=50)
+
+
+def test_cuda_graph_capture_and_replay(kernel_device: str) -> None:
+    if kernel_device != "cuda":
+        pytest.skip("CUDA graphs need a CUDA device")
+    x = torch.randn(64, 1000, device="cuda")
+    out = torch.empty_like(x)
+    for _ in range(2):  # compile and size the grids outside the capture
+        ns.softmax(x, out=out, temperature=0.9)
+        ns.log_softmax(x)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        ns.softmax(x, out=out, temperature=0.9)
+        logp = ns.log_softmax(x)
+    x.copy_(torch.randn_like(x))
+    graph.replay()
+    torch.cuda.synchronize()
+    assert_close(out, torch.softmax(x.double() / 0.9, -1), torch.float32)
+    assert_close(logp, torch.log_softmax(x.double(), -1), torch.float32)

@@ -1,0 +1,221 @@
+"""Forward results of softmax / log_softmax, temperature, out= and in place, on every device."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+from _ref import DTYPES, VARIANTS, assert_close, reference
+
+import npu_softmax as ns
+from npu_softmax import launcher
+
+FUNCS = {"softmax": (ns.softmax, ns.softmax_, False),
+         "log_softmax": (ns.log_softmax, ns.log_softmax_, True)}
+
+
+def _supported(device: str, dtype: torch.dtype) -> None:
+    if dtype == torch.float64 and launcher.target().backend == "npu" and device == "npu":
+        pytest.skip("no float64 on Ascend")
+
+
+@pytest.mark.parametrize("name", FUNCS)
+@pytest.mark.parametrize("variant", VARIANTS)
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape", [(37, 781), (3, 4099)])  # 4099: several chunks per row
+def test_forward(device: str, name: str, variant: str | None, dtype: torch.dtype,
+                 shape: tuple[int, int]) -> None:
+    _supported(device, dtype)
+    fn, _, log = FUNCS[name]
+    x = (torch.randn(shape, dtype=torch.float64) * 4).to(dtype).to(device)
+    y = fn(x, -1, variant=variant)
+    assert y.dtype == dtype and y.shape == x.shape and y.is_contiguous()
+    assert_close(y, reference(x, -1, log), dtype)
+
+
+@pytest.mark.parametrize("name", FUNCS)
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_strided_dims(device: str, name: str, variant: str | None) -> None:
+    fn, _, log = FUNCS[name]
+    base = torch.randn(6, 41, 13, device=device)
+    for x, dim in ((base, 1), (base.transpose(0, 2), 0), (base[:, ::3], 2),
+                   (base.permute(2, 0, 1)[None].expand(2, -1, -1, -1), 3)):
+        assert_close(fn(x, dim, variant=variant), reference(x, dim, log), torch.float32)
+
+
+@pytest.mark.parametrize("name", FUNCS)
+@pytest.mark.parametrize("variant", VARIANTS)
+@pytest.mark.parametrize("temperature", [0.3, 1.0, 7.5])
+def test_temperature(device: str, name: str, variant: str | None, temperature: float) -> None:
+    fn, _, log = FUNCS[name]
+    x = torch.randn(29, 317, device=device) * 3
+    y = fn(x, -1, temperature=temperature, variant=variant)
+    assert_close(y, reference(x, -1, log, temperature), torch.float32)
+
+
+@pytest.mark.parametrize("name", FUNCS)
+@pytest.mark.parametrize("bad", [0, -1.0, math.inf, math.nan, -0.0])
+def test_temperature_values_rejected(device: str, name: str, bad: float) -> None:
+    fn, _, _ = FUNCS[name]
+    with pytest.raises(ValueError, match="temperature must be a positive finite float"):
+        fn(torch.randn(2, 3, device=device), temperature=bad)
+
+
+@pytest.mark.parametrize("bad", [True, "2", torch.tensor(2.0)])
+def test_temperature_types_rejected(device: str, bad: object) -> None:
+    with pytest.raises(TypeError, match="temperature"):
+        ns.softmax(torch.randn(2, 3, device=device), temperature=bad)
+
+
+@pytest.mark.parametrize("name", FUNCS)
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_special_values(device: str, name: str, variant: str | None) -> None:
+    fn, _, log = FUNCS[name]
+    inf, nan = math.inf, math.nan
+    x = torch.randn(6, 37)
+    x[0, 3] = -inf
+    x[1] = -inf
+    x[2, 5] = inf
+    x[3, 0] = nan
+    x[4, :36] = -inf
+    torch_fn = torch.log_softmax if log else torch.softmax
+    y = fn(x.to(device), -1, variant=variant)
+    torch.testing.assert_close(y.cpu(), torch_fn(x, -1), equal_nan=True)
+
+
+@pytest.mark.parametrize("name", FUNCS)
+@pytest.mark.parametrize("shape,dim", [((0, 5), 1), ((5, 0), 1), ((4, 0, 3), 2), ((), 0),
+                                       ((), -1), ((1,), 0)])
+def test_empty_and_0d(device: str, name: str, shape: tuple, dim: int) -> None:
+    fn, _, log = FUNCS[name]
+    x = torch.randn(shape)
+    torch_fn = torch.log_softmax if log else torch.softmax
+    y = fn(x.to(device), dim)
+    assert y.shape == x.shape
+    torch.testing.assert_close(y.cpu(), torch_fn(x, dim))
+
+
+def test_dtype_argument(device: str) -> None:
+    x = torch.randint(-5, 5, (7, 33), device=device)
+    assert_close(ns.softmax(x, 1, dtype=torch.float32), reference(x, 1, False, dtype=torch.float32),
+                 torch.float32)
+    h = torch.randn(7, 33, device=device).to(torch.bfloat16)
+    y = ns.log_softmax(h, 1, dtype=torch.float32)
+    assert y.dtype == torch.float32
+    assert_close(y, reference(h, 1, True, dtype=torch.float32), torch.float32)
+    with pytest.raises(TypeError, match="pass dtype=torch.float32"):
+        ns.softmax(x)
+    with pytest.raises(TypeError, match="floating-point torch.dtype"):
+        ns.softmax(h, dtype=torch.int32)
+
+
+def test_argument_errors(device: str) -> None:
+    x = torch.randn(3, 4, device=device)
+    with pytest.raises(TypeError, match="expected a torch.Tensor"):
+        ns.log_softmax([1.0, 2.0])
+    with pytest.raises(TypeError, match="dim must be an int"):
+        ns.softmax(x, 1.0)
+    with pytest.raises(IndexError, match="Dimension out of range"):
+        ns.log_softmax(x, 2)
+    with pytest.raises(ValueError, match="variant must be one of"):
+        ns.softmax(x, variant="fast")
+
+
+def _poisoned(shape: tuple, dtype: torch.dtype, device: str, kind: str) -> torch.Tensor:
+    """An out buffer full of NaN: contiguous, transposed, or a strided slice of a bigger one."""
+    if kind == "contiguous":
+        return torch.full(shape, math.nan, dtype=dtype, device=device)
+    if kind == "transposed":
+        return torch.full(shape[::-1], math.nan, dtype=dtype, device=device).t()
+    big = torch.full((shape[0] * 2, shape[1] + 5), math.nan, dtype=dtype, device=device)
+    return big[::2, 3:3 + shape[1]]
+
+
+@pytest.mark.parametrize("name", FUNCS)
+@pytest.mark.parametrize("variant", VARIANTS)
+@pytest.mark.parametrize("kind", ["contiguous", "transposed", "slice"])
+def test_out(device: str, name: str, variant: str | None, kind: str) -> None:
+    fn, _, log = FUNCS[name]
+    x = torch.randn(23, 300, device=device)
+    out = _poisoned((23, 300), torch.float32, device, kind)
+    result = fn(x, 1, temperature=0.8, variant=variant, out=out)
+    assert result is out
+    assert_close(out, reference(x, 1, log, 0.8), torch.float32)
+
+
+def test_out_dtype(device: str) -> None:
+    x = torch.randn(5, 70, device=device, dtype=torch.bfloat16)
+    out = torch.full((5, 70), math.nan, device=device)
+    ns.softmax(x, 1, dtype=torch.float32, out=out)
+    assert_close(out, reference(x, 1, False, dtype=torch.float32), torch.float32)
+
+
+def test_out_errors(device: str) -> None:
+    x = torch.randn(4, 6, device=device)
+    with pytest.raises(ValueError, match="out has shape"):
+        ns.softmax(x, out=torch.empty(4, 5, device=device))
+    with pytest.raises(TypeError, match="out has dtype"):
+        ns.softmax(x, out=torch.empty(4, 6, device=device, dtype=torch.float16))
+    with pytest.raises(TypeError, match="out must be a torch.Tensor"):
+        ns.softmax(x, out=[0.0])
+    with pytest.raises(RuntimeError, match="overlapping elements"):
+        ns.softmax(x, out=torch.empty(1, 6, device=device).expand(4, 6))
+    buf = torch.randn(5, 6, device=device)
+    with pytest.raises(RuntimeError, match="overlaps the input"):
+        ns.log_softmax(buf[:4], out=buf[1:])
+    with pytest.raises(RuntimeError, match="do not support autograd"):
+        ns.softmax(x.requires_grad_(), out=torch.empty(4, 6, device=device))
+    if device != "cpu":
+        with pytest.raises(RuntimeError, match="out is on"):
+            ns.softmax(x.detach(), out=torch.empty(4, 6))
+
+
+@pytest.mark.parametrize("name", FUNCS)
+@pytest.mark.parametrize("variant", VARIANTS)
+@pytest.mark.parametrize("shape", [(31, 257), (3, 4099)])
+def test_in_place(device: str, name: str, variant: str | None, shape: tuple) -> None:
+    fn, fn_, log = FUNCS[name]
+    x = torch.randn(shape, device=device) * 3
+    expected = reference(x, -1, log, 1.5)
+    y = x.clone()
+    assert fn_(y, -1, temperature=1.5, variant=variant) is y
+    assert_close(y, expected, torch.float32)
+    z = x.clone()
+    assert fn(z, -1, temperature=1.5, variant=variant, out=z) is z
+    assert_close(z, expected, torch.float32)
+
+
+@pytest.mark.parametrize("name", FUNCS)
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_in_place_on_views(device: str, name: str, variant: str | None) -> None:
+    _, fn_, log = FUNCS[name]
+    base = torch.randn(40, 90, device=device)
+    original = base.clone()
+    view = base[5:30:2, 10:70]  # strided rows inside a bigger buffer
+    fn_(view, 0, variant=variant)  # normalise down the columns: col_stride != 1
+    expected = original.clone()
+    expected[5:30:2, 10:70] = reference(original[5:30:2, 10:70], 0, log).float()
+    assert_close(base, expected, torch.float32)
+    permuted = torch.randn(3, 4, 5, 6, device=device).permute(0, 2, 1, 3)
+    expected = reference(permuted, 3, log)
+    fn_(permuted, 3, variant=variant)
+    assert_close(permuted, expected, torch.float32)
+
+
+def test_in_place_errors(device: str) -> None:
+    with pytest.raises(TypeError, match="floating-point"):
+        ns.softmax_(torch.arange(6, device=device))
+    with pytest.raises(RuntimeError, match="do not support autograd"):
+        ns.log_softmax_(torch.randn(3, 3, device=device, requires_grad=True))
+    with pytest.raises(RuntimeError, match="overlapping elements"):
+        ns.softmax_(torch.randn(1, 5, device=device).expand(3, 5))
+
+
+@pytest.mark.parametrize("module,log", [(ns.Softmax, False), (ns.LogSoftmax, True)])
+def test_modules(device: str, module: type, log: bool) -> None:
+    m = module(dim=1, temperature=2.0)
+    x = torch.randn(4, 9, 5, device=device)
+    assert_close(m(x), reference(x, 1, log, 2.0), torch.float32)
+    assert "dim=1" in repr(m)
+    assert_close(module(0)(x), reference(x, 0, log), torch.float32)
