@@ -54,6 +54,12 @@ def softmax(x: torch.Tensor, dim: int = -1, *, dtype: torch.dtype | None = None,
 
 def _forward(x: torch.Tensor, dim: int, out_dtype: torch.dtype,
              variant: str | None) -> torch.Tensor:
+    if out_dtype == torch.bfloat16 and launcher.target().interpreter:
+        # Triton's interpreter converts float32 -> bfloat16 by truncation (and float64 ->
+        # bfloat16 as an integer cast) where devices round to nearest even, so on the CPU both
+        # roundings happen in torch: the input as torch.softmax(dtype=) casts it, the float32
+        # result once at the end.
+        return _forward(x.to(torch.bfloat16), dim, torch.float32, variant).to(torch.bfloat16)
     # torch.softmax returns a contiguous tensor whatever the input's strides; so do we.
     y = torch.empty(x.shape, dtype=out_dtype, device=x.device)
     if y.numel() == 0:
@@ -119,7 +125,10 @@ def _check(x: object, dim: object, dtype: torch.dtype | None,
 
 def _device_message(device: torch.device) -> str:
     t = launcher.target()
-    if t.backend == "cpu":
+    if t.interpreter:
+        active = ("Triton's interpreter runs only tensors with data on "
+                  f"{', '.join(launcher.INTERPRETED_DEVICE_TYPES)}")
+    elif t.backend == "cpu":
         active = "no Triton device driver is active (CPU only)"
     else:
         active = f"the active Triton target is {t.backend!r} ({t.arch}), serving " \

@@ -26,6 +26,8 @@ from .layout import RowLayout
 
 #: torch device type served by each Triton backend.
 DEVICE_TYPE = {"npu": "npu", "cuda": "cuda", "hip": "cuda"}
+#: torch device types whose tensors Triton's interpreter can run on.
+INTERPRETED_DEVICE_TYPES = ("cpu", "cuda", "npu")
 
 TL_DTYPE = {
     torch.float16: tl.float16,
@@ -64,9 +66,15 @@ def backend() -> Backend:
 
 
 def serves(device: torch.device) -> bool:
-    """Whether the Triton kernels run for tensors on ``device`` (the interpreter takes any)."""
+    """Whether the Triton kernels run for tensors on ``device``.
+
+    The interpreter takes tensors with data (cpu, and cuda/npu by copying through the host),
+    never ``meta`` ones, which have no data to read.
+    """
     t = target()
-    return t.interpreter or DEVICE_TYPE.get(t.backend) == device.type
+    if t.interpreter:
+        return device.type in INTERPRETED_DEVICE_TYPES
+    return DEVICE_TYPE.get(t.backend) == device.type
 
 
 @functools.lru_cache(maxsize=None)
