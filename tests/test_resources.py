@@ -93,7 +93,7 @@ def test_threads_racing_on_new_keys(kernel_device: str, fresh_kernels: dict[str,
         previous = hook_owner.jit_post_compile_hook
 
         def on_compile(*args: Any, **kwargs: Any) -> None:
-            compiled.append((kwargs["fn"].name, kwargs["key"]))
+            compiled.append((kwargs["fn"].name, str(kwargs["key"])))
 
         hook_owner.jit_post_compile_hook = on_compile
 
