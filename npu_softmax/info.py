@@ -24,7 +24,7 @@ def target_info() -> dict[str, Any]:
         "interpreter": t.interpreter,
         "triton": _compat.triton_version(),
         "torch": torch.__version__,
-        "kernel_devices": ["cpu", "cuda", "npu"] if t.interpreter
+        "kernel_devices": list(launcher.INTERPRETED_DEVICE_TYPES) if t.interpreter
         else [launcher.DEVICE_TYPE[t.backend]] if t.backend in launcher.DEVICE_TYPE else [],
         "cpu_tensors": "triton interpreter" if t.interpreter else "torch.softmax fallback",
     }

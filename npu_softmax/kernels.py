@@ -30,9 +30,10 @@ import triton.language as tl
 
 @triton.jit
 def _widen(i, INDEX_64: tl.constexpr):
-    # Offsets stay int32 unless the launcher saw an offset that can pass 2**31.
+    # Offsets stay int32 unless the launcher saw an offset that can pass 2**31. tl.cast, not
+    # i.to(): under the interpreter a tl.range loop index is a Python int, with no .to().
     if INDEX_64:
-        i = i.to(tl.int64)
+        i = tl.cast(i, tl.int64)
     return i
 
 

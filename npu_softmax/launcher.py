@@ -27,6 +27,8 @@ from .layout import RowLayout
 
 #: torch device type served by each Triton backend.
 DEVICE_TYPE = {"npu": "npu", "cuda": "cuda", "hip": "cuda"}
+#: torch device types whose tensors Triton's interpreter can run on.
+INTERPRETED_DEVICE_TYPES = ("cpu", "cuda", "npu")
 
 
 @dataclass(frozen=True)
@@ -58,11 +60,14 @@ def backend() -> Backend:
 
 
 def serves(device: torch.device) -> bool:
-    """Whether the Triton kernels run for tensors on ``device``. The interpreter takes tensors
-    of any device with memory (it copies them to the host and back)."""
+    """Whether the Triton kernels run for tensors on ``device``.
+
+    The interpreter takes tensors with data (cpu, and cuda/npu by copying through the host),
+    never ``meta`` ones, which have no data to read.
+    """
     t = target()
     if t.interpreter:
-        return device.type in ("cpu", "cuda", "npu")
+        return device.type in INTERPRETED_DEVICE_TYPES
     return DEVICE_TYPE.get(t.backend) == device.type
 
 

@@ -1,0 +1,168 @@
+"""Misuse: every wrong call raises the documented exception type with a message that names the
+problem (and, for a missing or wrong Triton, what to install). ``out=`` errors live with the
+``out=`` feature."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+import torch
+from _tolerances import assert_softmax_close, reference
+
+import npu_softmax
+from npu_softmax import api, launcher
+
+
+@pytest.mark.parametrize("dtype", [torch.int8, torch.int32, torch.int64, torch.uint8,
+                                   torch.bool])
+def test_non_float_input_needs_dtype(device: str, dtype: torch.dtype) -> None:
+    """Integer and bool tensors are rejected, with the fix (dtype=) in the message ..."""
+    x = torch.ones(3, 4, dtype=dtype, device=device)
+    with pytest.raises(TypeError, match=rf"got {dtype}; pass dtype=torch.float32"):
+        npu_softmax.softmax(x)
+
+
+@pytest.mark.parametrize("dtype", [torch.int32, torch.bool])
+def test_non_float_input_with_dtype_works(device: str, dtype: torch.dtype) -> None:
+    """... and with dtype= they are converted first, as torch.softmax does."""
+    x = torch.randint(-3, 4, (5, 7), device=device).to(dtype)
+    y = npu_softmax.softmax(x, 1, dtype=torch.float32)
+    assert_softmax_close(y, reference(x, 1, torch.float32))
+
+
+@pytest.mark.parametrize("dtype", [torch.complex64, torch.complex128])
+def test_complex_input(device: str, dtype: torch.dtype) -> None:
+    """Complex tensors are rejected with or without dtype=; the message names the dtype."""
+    x = torch.ones(3, 4, dtype=dtype, device=device)
+    with pytest.raises(TypeError, match=rf"got {dtype}"):
+        npu_softmax.softmax(x)
+    with pytest.raises(TypeError, match=rf"complex tensors are not supported, got {dtype}"):
+        npu_softmax.softmax(x, dtype=torch.float32)
+
+
+@pytest.mark.parametrize(("shape", "dim"), [((3, 4), 2), ((3, 4), -3), ((5,), 1), ((), 1),
+                                            ((), -2), ((2, 3, 4), 100)])
+def test_dim_out_of_range(device: str, shape: tuple[int, ...], dim: int) -> None:
+    """IndexError like torch, with torch's wording and the valid range."""
+    x = torch.randn(shape, device=device)
+    with pytest.raises(IndexError) as ours:
+        npu_softmax.softmax(x, dim)
+    with pytest.raises(IndexError) as theirs:
+        torch.softmax(x, dim)
+    assert "Dimension out of range" in str(ours.value)
+    assert str(ours.value) in str(theirs.value)
+
+
+@pytest.mark.parametrize("dim", [1.0, "1", None, True, (1,), torch.tensor(1)])
+def test_dim_not_an_int(device: str, dim: object) -> None:
+    """dim must be a plain int (bool is not one here, unlike in Python's number tower)."""
+    with pytest.raises(TypeError, match=rf"dim must be an int, got {type(dim).__name__}"):
+        npu_softmax.softmax(torch.randn(3, 4, device=device), dim)
+
+
+@pytest.mark.parametrize("dtype", [torch.int32, torch.bool, torch.complex64, torch.float8_e4m3fn,
+                                   "float32", float])
+def test_dtype_argument_not_a_supported_float(device: str, dtype: object) -> None:
+    """dtype= must be one of the supported float dtypes; the message lists them."""
+    with pytest.raises(TypeError, match=r"dtype=.* is not supported .*use one of float16"):
+        npu_softmax.softmax(torch.randn(3, 4, device=device), dtype=dtype)
+
+
+def test_float64_only_where_triton_has_it(device: str) -> None:
+    """float64 is accepted where the target has fp64 arithmetic, refused by name elsewhere."""
+    x = torch.randn(3, 4, device=device)
+    if launcher.target().backend in api.FLOAT64_TARGETS:
+        assert_softmax_close(npu_softmax.softmax(x, dtype=torch.float64),
+                             reference(x, -1, torch.float64))
+    else:
+        with pytest.raises(TypeError, match="float64 is not supported on this target"):
+            npu_softmax.softmax(x, dtype=torch.float64)
+
+
+@pytest.mark.parametrize("x", [[1.0, 2.0], 3.0, None])
+def test_not_a_tensor(x: object) -> None:
+    with pytest.raises(TypeError, match=rf"expected a torch.Tensor, got {type(x).__name__}"):
+        npu_softmax.softmax(x)
+
+
+@pytest.mark.parametrize("variant", ["fast", "", "TILE", 1])
+def test_bad_variant(device: str, variant: object) -> None:
+    """A variant that is not one of the kernels: ValueError listing the valid ones."""
+    with pytest.raises(ValueError, match=r"variant must be one of \('tile', 'online', "
+                                         rf"'split'\), got {variant!r}"):
+        npu_softmax.softmax(torch.randn(3, 4, device=device), variant=variant)
+
+
+def test_meta_tensor_is_refused() -> None:
+    """A meta tensor has no data; no driver (and not the interpreter) can run it."""
+    with pytest.raises(RuntimeError, match=r"the tensor is on 'meta' but"):
+        npu_softmax.softmax(torch.randn(3, 4, device="meta"))
+
+
+def test_unserved_device_message_says_what_to_install() -> None:
+    """A cuda tensor in a process whose Triton target is not cuda (say triton-ascend is the
+    installed Triton) is told which Triton build serves it. Built from the message helper,
+    since this machine may not be able to create such a tensor."""
+    device = torch.device("cuda")
+    if launcher.serves(device):
+        pytest.skip("cuda tensors are served in this process")
+    message = api._device_message(device)
+    assert "'cuda'" in message and "upstream triton for 'cuda'" in message
+    assert "triton-ascend + torch_npu for 'npu'" in message
+
+
+def _run_python(code: str, *, path: Path | None = None,
+                env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    """Run ``code`` in a fresh interpreter, with ``path`` first on sys.path."""
+    full_env = {**os.environ, **(env or {})}
+    if path is not None:
+        full_env["PYTHONPATH"] = os.pathsep.join([str(path), full_env.get("PYTHONPATH", "")])
+    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], env=full_env,
+                          capture_output=True, text=True, timeout=300)
+
+
+def test_meta_tensor_refused_without_interpreter() -> None:
+    """The same with Triton's real drivers (TRITON_INTERPRET=0): whatever the target, the
+    message names the device."""
+    done = _run_python("""
+        import torch, npu_softmax
+        try:
+            npu_softmax.softmax(torch.randn(3, device="meta"))
+        except RuntimeError as e:
+            print("RuntimeError:", e)
+    """, env={"TRITON_INTERPRET": "0"})
+    assert done.returncode == 0, done.stderr
+    assert "RuntimeError: npu_softmax.softmax: the tensor is on 'meta'" in done.stdout
+
+
+FAKE_TRITONS = {
+    # triton missing: the import itself fails.
+    "missing": ("triton.py", "raise ImportError('No module named triton')\n",
+                "needs Triton, which is not importable"),
+    # an empty package named triton (some other project's, a stub): not a Triton build.
+    "foreign": ("triton/__init__.py", "", "is not a Triton build"),
+    # a Triton too old for the kernels.
+    "old": ("triton/__init__.py", "__version__ = '2.1.0'\ndef jit(fn=None, **kw):\n    return fn\n",
+            "needs Triton >= 3.2, found triton 2.1.0"),
+}
+
+
+@pytest.mark.parametrize("case", list(FAKE_TRITONS))
+def test_import_without_usable_triton_says_what_to_install(tmp_path: Path, case: str) -> None:
+    """``import npu_softmax`` with a missing, foreign or old ``triton`` first on sys.path fails
+    with an ImportError that names the problem and the packages to install."""
+    name, body, problem = FAKE_TRITONS[case]
+    target = tmp_path / name
+    target.parent.mkdir(exist_ok=True)
+    target.write_text(body)
+    done = _run_python("import npu_softmax", path=tmp_path)
+    assert done.returncode != 0
+    last = done.stderr.strip().splitlines()[-1]
+    assert last.startswith("ImportError: npu_softmax needs Triton"), done.stderr
+    assert problem in last
+    assert "pip install 'triton>=3.6'" in last and "triton-ascend==3.2.0" in last

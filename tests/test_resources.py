@@ -1,0 +1,222 @@
+"""Resources: compiles (the ``kernels`` dict everywhere, Triton's own cache on devices), threads
+racing on new keys, device memory per call, and tensors of more than 2**31 elements."""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import pytest
+import torch
+import triton
+from _tolerances import assert_softmax_close, reference
+
+import npu_softmax
+from npu_softmax import kernels as K
+from npu_softmax import launcher
+from npu_softmax.layout import row_layout
+
+KERNELS = [K.softmax_tile_kernel, K.softmax_online_kernel, K.softmax_split_stats_kernel,
+           K.softmax_split_norm_kernel]
+
+
+def _triton_cache_size() -> int:
+    """Binaries in Triton's in-process caches of our kernels (0 under the interpreter).
+
+    Upstream 3.6+ keeps them in ``JITFunction.device_caches[device][0]``; triton-ascend 3.2 in
+    ``JITFunction.cache[device]``.
+    """
+    total = 0
+    for fn in KERNELS:
+        if hasattr(fn, "device_caches"):
+            total += sum(len(entry[0]) for entry in fn.device_caches.values())
+        else:
+            total += sum(len(c) for c in getattr(fn, "cache", {}).values())
+    return total
+
+
+@pytest.fixture
+def fresh_kernels(monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
+    """An empty ``launcher.kernels`` and a count of the launcher's first-use sizing (where a GPU
+    compiles) per key, for this test only."""
+    monkeypatch.setattr(launcher, "kernels", {})
+    be = launcher.backend()
+    sized: list[tuple] = []
+    real = be.max_programs
+
+    def counting(kernel: Any, *args: Any, **kwargs: Any) -> int:
+        sized.append(kernel)
+        return real(kernel, *args, **kwargs)
+
+    monkeypatch.setattr(be, "max_programs", counting)
+    return {"sized": sized}
+
+
+def _plan_of(shape: tuple[int, int], dtype: torch.dtype, device: str) -> launcher.Plan:
+    layout = row_layout(shape, 1, (shape[1], 1), (shape[1], 1))
+    index = torch.device(device).index or 0
+    return launcher.plan(layout, dtype.itemsize, launcher.core_count(index), launcher.backend())
+
+
+def test_new_shapes_with_one_key_compile_once(kernel_device: str,
+                                              fresh_kernels: dict[str, Any]) -> None:
+    """Row counts and lengths that map to one plan reuse one ``kernels`` entry and, on a GPU,
+    one Triton binary: n_rows/n_cols are runtime arguments. The lengths are odd so Triton's
+    integer specialisation (== 1, % 16) is the same for all of them."""
+    shapes = [(n, c) for n in (1100, 1537, 2049) for c in (513, 701, 999)]
+    plans = {_plan_of(s, torch.float32, kernel_device) for s in shapes}
+    assert len(plans) == 1, f"test shapes no longer share a plan: {plans}"
+    triton_before = None
+    for shape in shapes:
+        x = torch.randn(shape, device=kernel_device)
+        assert_softmax_close(npu_softmax.softmax(x, 1), reference(x, 1))
+        if triton_before is None:
+            triton_before = _triton_cache_size()
+    assert len(launcher.kernels) == 1
+    assert len(fresh_kernels["sized"]) == 1
+    assert _triton_cache_size() == triton_before  # no compile after the first shape
+
+
+def test_threads_racing_on_new_keys(kernel_device: str, fresh_kernels: dict[str, Any]) -> None:
+    """Threads start together on keys nobody has used (three per key): every result is right,
+    ``kernels`` ends with one entry per key, each sized once, and Triton compiles each
+    specialisation once."""
+    jobs = [(dtype, variant, seed) for dtype in (torch.float32, torch.float16, torch.bfloat16)
+            for variant in ("tile", "online", "split") for seed in range(3)]
+    barrier = threading.Barrier(len(jobs))
+    results: dict[int, tuple[torch.Tensor, torch.Tensor]] = {}
+    errors: list[BaseException] = []
+    compiled: list[tuple] = []
+    knobs = getattr(triton, "knobs", None)  # compile hooks: upstream 3.6+ only
+    hook_owner = getattr(knobs, "runtime", None)
+    if hook_owner is not None and hasattr(hook_owner, "jit_post_compile_hook"):
+        previous = hook_owner.jit_post_compile_hook
+
+        def on_compile(*args: Any, **kwargs: Any) -> None:
+            compiled.append((kwargs["fn"].name, str(kwargs["key"])))
+
+        hook_owner.jit_post_compile_hook = on_compile
+
+    def work(i: int, dtype: torch.dtype, variant: str) -> None:
+        try:
+            x = torch.randn(6, 3000, device=kernel_device).to(dtype)
+            barrier.wait()
+            results[i] = (x, npu_softmax.softmax(x, -1, variant=variant))
+        except BaseException as e:  # reported below, with the thread's case
+            errors.append(e)
+
+    threads = [threading.Thread(target=work, args=(i, d, v)) for i, (d, v, _) in enumerate(jobs)]
+    try:
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    finally:
+        if hook_owner is not None and hasattr(hook_owner, "jit_post_compile_hook"):
+            hook_owner.jit_post_compile_hook = previous
+    assert not errors, errors
+    for i, (x, y) in results.items():
+        assert_softmax_close(y, reference(x, -1), f"job {jobs[i]}")
+    # One entry per (dtype, variant) key; split has two kernels, so two entries.
+    assert len(launcher.kernels) == 3 * (1 + 1 + 2)
+    assert len(fresh_kernels["sized"]) == len(launcher.kernels)
+    assert len(compiled) == len(set(compiled)), "a specialisation compiled twice"
+
+
+def _memory_module(device: str) -> Any:
+    module = getattr(torch, device, None)
+    if module is None or not hasattr(module, "max_memory_allocated"):
+        pytest.skip(f"no allocator statistics for {device}")
+    return module
+
+
+def _block(nbytes: int) -> int:
+    # The caching allocators hand out multiples of 512 bytes.
+    return -(-nbytes // 512) * 512
+
+
+def _strided_inputs(device: str) -> dict[str, tuple[torch.Tensor, int]]:
+    base = torch.randn(1024, 3001, device=device)
+    return {
+        "contiguous": (base, -1),
+        "transposed": (base.t(), -1),
+        "transposed, other dim": (base.t(), 0),
+        "sliced with steps": (base[1::3, 5::2], -1),
+        "expanded": (base[:1].expand(512, 3001), -1),
+        "3-d permuted": (base.reshape(4, 256, 3001).permute(2, 0, 1), 1),
+    }
+
+
+@pytest.mark.parametrize("variant", [None, "tile", "online", "split"])
+def test_strided_inputs_allocate_only_the_output(kernel_device: str, variant: str | None) -> None:
+    """Inputs the kernels address by stride: the peak device memory of a call is the output
+    (and the split variant's partial max/sum), no copy of the input."""
+    if kernel_device == "cpu":
+        pytest.skip("peak memory is measured by the cuda/npu caching allocator")
+    mem = _memory_module(kernel_device)
+    for name, (x, dim) in _strided_inputs(kernel_device).items():
+        npu_softmax.softmax(x, dim, variant=variant)  # compile outside the measurement
+        mem.synchronize()
+        mem.reset_peak_memory_stats()
+        start = mem.memory_allocated()
+        y = npu_softmax.softmax(x, dim, variant=variant)
+        mem.synchronize()
+        peak = mem.max_memory_allocated() - start
+        allowed = _block(y.numel() * y.element_size())
+        n_rows = x.numel() // x.shape[dim]
+        layout = row_layout(list(x.shape), dim % x.dim(), list(x.stride()), list(y.stride()))
+        assert layout is not None, name
+        p = launcher.plan(layout, 4, launcher.core_count(x.device.index or 0),
+                          launcher.backend(), variant)
+        if p.variant == "split":
+            allowed += 2 * _block(n_rows * p.n_splits * 4)
+        assert peak <= allowed, f"{name}: {peak} bytes at peak, {allowed} allowed ({p})"
+        assert_softmax_close(y, reference(x, dim), name)
+
+
+def test_permuted_4d_copies_the_input_once(kernel_device: str) -> None:
+    """The documented exception (docs/accuracy.md, Memory): three non-normalised dims in an
+    order no (outer, inner) stride pair describes. The call copies the input once."""
+    if kernel_device == "cpu":
+        pytest.skip("peak memory is measured by the cuda/npu caching allocator")
+    mem = _memory_module(kernel_device)
+    x = torch.randn(8, 16, 32, 64, device=kernel_device).permute(2, 0, 3, 1)
+    assert row_layout(list(x.shape), 3, list(x.stride()), list(x.contiguous().stride())) is None
+    npu_softmax.softmax(x, 3)
+    mem.synchronize()
+    mem.reset_peak_memory_stats()
+    start = mem.memory_allocated()
+    y = npu_softmax.softmax(x, 3)
+    mem.synchronize()
+    peak = mem.max_memory_allocated() - start
+    nbytes = _block(x.numel() * x.element_size())
+    assert peak == 2 * nbytes, f"{peak} bytes at peak: expected output + one input copy"
+    assert_softmax_close(y, reference(x, 3))
+
+
+HUGE = (65537, 32775)  # 2_147_975_175 elements > 2**31
+
+
+def _free_bytes(device: str) -> int:
+    module = getattr(torch, device)
+    return module.mem_get_info()[0] if hasattr(module, "mem_get_info") else 0
+
+
+@pytest.mark.parametrize("transposed", [False, True], ids=["contiguous", "transposed"])
+def test_more_than_2_31_elements(kernel_device: str, transposed: bool) -> None:
+    """A float16 tensor of more than 2**31 elements (and its transposed view, whose rows are
+    65537 elements apart): the last rows, past 2**31, are right. Needs ~9 GB free."""
+    if kernel_device == "cpu":
+        pytest.skip("interpreting 2**31 elements takes hours; run on cuda/npu")
+    need = 2 * HUGE[0] * HUGE[1] * 2 + (1 << 30)
+    if _free_bytes(kernel_device) < need:
+        pytest.skip(f"needs {need / 1e9:.1f} GB free on {kernel_device}")
+    rows, cols = HUGE
+    if transposed:
+        x = torch.randn(cols, rows, device=kernel_device, dtype=torch.float16).t()
+    else:
+        x = torch.randn(rows, cols, device=kernel_device, dtype=torch.float16)
+    y = npu_softmax.softmax(x, -1)
+    for index in (slice(0, 2), slice(rows // 2, rows // 2 + 2), slice(rows - 3, rows)):
+        assert_softmax_close(y[index], reference(x[index], -1), f"rows {index}")
+    assert any(k[4] for k in launcher.kernels if k[5] == torch.float16)  # index_64 used
