@@ -1,10 +1,27 @@
-"""Float64 references and tolerances shared by the drop-in tests."""
+"""Float64 references and tolerances for every test file, in one place.
+
+Probabilities (softmax outputs, in [0, 1]) are compared with ``assert_softmax_close``: a correct
+kernel computes in float32 (float64 for float64 output) and rounds once to the output dtype, so
+its error is about half an ulp of that dtype plus a few float32 ulps (GPU ``exp``
+approximations, reduction order); ``atol`` only covers the subnormal range. bfloat16 allows two
+ulps because Triton's CPU interpreter truncates float32 -> bfloat16 instead of rounding.
+
+Log-probabilities and gradients are compared with ``assert_close``, whose absolute term covers
+cancellation (``dy - sum(dy * y)``, ``x - max - log(sum)``).
+"""
 
 from __future__ import annotations
 
 import torch
 
-#: Absolute/relative tolerance of a result rounded to each dtype, against a float64 reference.
+#: (rtol, atol) of a probability rounded to each dtype, against float64.
+TOLERANCES: dict[torch.dtype, tuple[float, float]] = {
+    torch.float32: (1e-5, 1e-7),
+    torch.float16: (1e-3, 1e-7),
+    torch.bfloat16: (1.6e-2, 1e-7),
+    torch.float64: (1e-10, 1e-14),
+}
+#: (atol, rtol) of a log-probability or gradient of each dtype, against float64.
 TOL = {
     torch.float64: (1e-10, 1e-10),
     torch.float32: (2e-6, 1e-5),
@@ -15,16 +32,27 @@ DTYPES = list(TOL)
 VARIANTS = [None, "tile", "online", "split"]
 
 
-def reference(x: torch.Tensor, dim: int, log: bool, temperature: float = 1.0,
+def reference(x: torch.Tensor, dim: int, log: bool = False, temperature: float = 1.0,
               dtype: torch.dtype | None = None) -> torch.Tensor:
-    """torch's (log-)softmax of ``x / temperature`` in float64, after the cast to ``dtype``."""
-    x64 = x.to(dtype or x.dtype).double().cpu() / temperature
+    """torch's (log-)softmax of ``x / temperature`` in float64 on the CPU, after the cast to
+    ``dtype`` that ``torch.softmax(x, dim, dtype=dtype)`` makes first."""
+    x64 = x.detach().cpu().to(dtype or x.dtype).double() / temperature
     return torch.log_softmax(x64, dim) if log else torch.softmax(x64, dim)
+
+
+def assert_softmax_close(y: torch.Tensor, ref: torch.Tensor, msg: str = "") -> None:
+    """Probabilities ``y`` match the float64 ``ref`` within ``y.dtype``'s tolerance; NaN and inf
+    exactly where ``ref`` has them (so an element left unwritten in a NaN-poisoned output fails)."""
+    rtol, atol = TOLERANCES[y.dtype]
+    torch.testing.assert_close(y.detach().cpu().double(), ref.cpu().double(), rtol=rtol,
+                               atol=atol, equal_nan=True,
+                               msg=(lambda m: f"{m}\n{msg}") if msg else None)
 
 
 def assert_close(actual: torch.Tensor, expected: torch.Tensor, dtype: torch.dtype,
                  scale: float = 1.0) -> None:
-    """``actual`` within ``dtype``'s tolerance of ``expected`` (``scale`` widens it)."""
+    """``actual`` within ``dtype``'s log-probability/gradient tolerance of ``expected``
+    (``scale`` widens it)."""
     atol, rtol = TOL[dtype]
-    torch.testing.assert_close(actual.cpu().double(), expected.cpu().double(), atol=atol * scale,
-                               rtol=rtol * scale, equal_nan=True)
+    torch.testing.assert_close(actual.detach().cpu().double(), expected.cpu().double(),
+                               atol=atol * scale, rtol=rtol * scale, equal_nan=True)

@@ -9,7 +9,7 @@ import math
 
 import pytest
 import torch
-from _tolerances import assert_softmax_close, reference
+from _ref import assert_softmax_close, reference
 from hypothesis import given, settings
 from hypothesis import strategies as st
 

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 import torch
 import triton
-from _tolerances import assert_softmax_close, reference
+from _ref import assert_softmax_close, reference
 
 import npu_softmax
 from npu_softmax import kernels as K
