@@ -36,7 +36,8 @@ def check_args(fn: str, x: object, dim: object, variant: object) -> None:
 def check_dtype_arg(fn: str, x: torch.Tensor, dtype: object) -> torch.dtype:
     """The output dtype: ``dtype`` or ``x.dtype``; integer and bool inputs need ``dtype``."""
     if dtype is not None and not (isinstance(dtype, torch.dtype) and dtype.is_floating_point):
-        raise TypeError(f"{fn}: dtype must be a floating-point torch.dtype, got {dtype!r}")
+        raise TypeError(f"{fn}: dtype={dtype!r} is not supported (not a floating torch.dtype); "
+                        "use one of float16, bfloat16, float32 (or float64 off Ascend)")
     if dtype is None and not x.is_floating_point():
         raise TypeError(f"{fn}: expected a floating-point tensor, got {x.dtype}; "
                         "pass dtype=torch.float32 to convert it")
@@ -105,14 +106,21 @@ def check_no_partial_overlap(fn: str, x: torch.Tensor, out: torch.Tensor) -> Non
                            "pass the input itself for an in-place result, or a separate tensor")
 
 
+def supported_dtypes(device: torch.device) -> tuple[torch.dtype, ...]:
+    """Output dtypes served for tensors on ``device``: float16, bfloat16, float32, and float64
+    unless the tensor runs the Ascend kernels (no fp64 arithmetic there)."""
+    if launcher.serves(device) and launcher.target().backend not in FLOAT64_TARGETS:
+        return FLOAT_DTYPES
+    return FLOAT_DTYPES + (torch.float64,)
+
+
 def check_target(fn: str, x: torch.Tensor, out_dtype: torch.dtype) -> None:
     """``x``'s device and the dtypes are ones the active Triton target serves."""
-    t = launcher.target()
-    allowed = FLOAT_DTYPES + ((torch.float64,) if t.backend in FLOAT64_TARGETS else ())
+    allowed = supported_dtypes(x.device)
     if out_dtype not in allowed:
-        names = ", ".join(str(d).removeprefix("torch.") for d in allowed)
-        where = " on this target" if t.backend not in FLOAT64_TARGETS else ""
-        raise TypeError(f"{fn}: dtype {out_dtype} is not supported{where}; use one of {names}")
+        names = ", ".join(str(d).replace("torch.", "") for d in allowed)
+        raise TypeError(f"{fn}: dtype={out_dtype} is not supported for {x.device.type} tensors "
+                        f"on the {launcher.target().backend!r} target; use one of {names}")
     if not launcher.serves(x.device) and x.device.type != "cpu":
         raise RuntimeError(device_message(fn, x.device))
 

@@ -8,7 +8,7 @@ from _ref import assert_softmax_close, reference
 
 import npu_softmax
 from npu_softmax import launcher
-from npu_softmax.api import supported_dtypes
+from npu_softmax.checks import supported_dtypes
 from npu_softmax.layout import row_layout
 
 DTYPES = [torch.float32, torch.float16, torch.bfloat16, torch.float64]

@@ -1,0 +1,179 @@
+"""Softmax bandwidth on the device that is here: npu_softmax against its peers, in one run.
+
+GB/s = (bytes read + bytes written) / median time, from ``triton.testing.do_bench``. Providers:
+npu_softmax, torch.softmax, the naive 5-op torch softmax, torch.compile of torch.softmax,
+Liger-Kernel's softmax when it is installed, and a device-to-device copy of the same bytes (the
+roof). Two parts: the seeds' sweep (M = 4096, N = 128 * i) and a list of shapes (short rows, the
+shapes of the project's issues, LLM vocabulary rows), both in float32 and bfloat16. Writes
+``bench.csv``, ``bench_sweep_<dtype>.png`` and ``summary.md`` into ``--out`` and prints a table
+with % of the roof and the ratio to torch.softmax; also the host cost of a call on a tiny tensor.
+
+    python scripts/bench.py --out docs/benchmarks            # full run (GPU or NPU)
+    python scripts/bench.py --quick                           # fewer sweep points
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import datetime
+import os
+import time
+from typing import Callable
+
+import torch
+
+import npu_softmax
+from npu_softmax.timing import gbps, time_ms
+
+SHAPES = [
+    (32768, 128), (65536, 64), (16384, 512), (1823, 781), (4096, 1024), (4096, 8192),
+    (4096, 32768), (64, 65536), (16, 262144), (4, 1048576),
+    (1, 151936), (8, 151936), (32, 151936), (64, 151936), (64, 128256), (1, 131072),
+]
+DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16}
+
+
+def naive_softmax(x: torch.Tensor) -> torch.Tensor:
+    """The seeds' 5-op softmax: max, subtract, exp, sum, divide (8 passes over memory)."""
+    x_max = x.max(dim=-1, keepdim=True)[0]
+    z = torch.exp(x - x_max)
+    return z / z.sum(dim=-1, keepdim=True)
+
+
+def providers(device: str) -> dict[str, Callable[[torch.Tensor], object]]:
+    """Name -> function of the input, for every provider available here."""
+    out: dict[str, Callable[[torch.Tensor], object]] = {
+        "npu_softmax": lambda x: npu_softmax.softmax(x, -1),
+        "torch": lambda x: torch.softmax(x, -1),
+        "naive": naive_softmax,
+    }
+    compiled = torch.compile(lambda x: torch.softmax(x, -1), dynamic=False)
+    out["torch.compile"] = compiled
+    try:
+        from liger_kernel.ops.softmax import LigerSoftmaxFunction
+    except ImportError:
+        pass
+    else:
+        out["liger"] = LigerSoftmaxFunction.apply
+    return out
+
+
+def measure(fns: dict[str, Callable], rows: int, cols: int, dtype: torch.dtype, device: str,
+            names: list[str]) -> dict[str, float]:
+    """GB/s of each named provider (and the copy roof) on one fresh random input."""
+    x = torch.randn(rows, cols, device=device).mul(3).to(dtype)
+    dst = torch.empty_like(x)
+    n_bytes = 2 * x.numel() * x.element_size()
+    result = {"copy": gbps(n_bytes, time_ms(lambda: dst.copy_(x)))}
+    for name in names:
+        try:
+            result[name] = gbps(n_bytes, time_ms(lambda: fns[name](x)))
+        except Exception as e:  # a peer that refuses a shape (out of shared memory, ...)
+            print(f"  {name} failed on {rows}x{cols} {dtype}: {type(e).__name__}: "
+                  f"{str(e).splitlines()[0][:120]}")
+            result[name] = float("nan")
+    return result
+
+
+def host_cost_us(fn: Callable[[], object], device: str, calls: int = 2000) -> float:
+    """Microseconds per call of ``fn`` in a loop, device synchronised only at the end: on a tiny
+    tensor the device finishes each call before the host issues the next, so this is the
+    host's launch cost."""
+    sync = torch.npu.synchronize if device == "npu" else torch.cuda.synchronize
+    for _ in range(50):
+        fn()
+    sync()
+    start = time.perf_counter()
+    for _ in range(calls):
+        fn()
+    sync()
+    return (time.perf_counter() - start) / calls * 1e6
+
+
+def plot(rows: list[dict], dtype: str, path: str, device_name: str) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    sweep = [r for r in rows if r["part"] == "sweep" and r["dtype"] == dtype]
+    fig, ax = plt.subplots(figsize=(8, 4.5))
+    for name in [k for k in sweep[0] if k not in ("part", "dtype", "M", "N")]:
+        ax.plot([r["N"] for r in sweep], [r[name] for r in sweep], label=name,
+                linestyle="--" if name == "copy" else "-")
+    ax.set_xlabel("N (M = 4096)")
+    ax.set_ylabel("GB/s (read + write)")
+    ax.set_title(f"softmax {dtype}, {device_name}")
+    ax.grid(alpha=0.3)
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--out", default="bench-results", help="folder for csv/png/md")
+    parser.add_argument("--quick", action="store_true", help="every 8th sweep point")
+    parser.add_argument("--no-sweep", action="store_true", help="only the list of shapes")
+    args = parser.parse_args()
+    info = npu_softmax.target_info()
+    device = {"npu": "npu", "cuda": "cuda", "hip": "cuda"}.get(info["backend"])
+    if device is None:
+        raise SystemExit("scripts/bench.py needs a GPU or NPU (the interpreter is not timed)")
+    os.makedirs(args.out, exist_ok=True)
+    fns = providers(device)
+    names = list(fns)
+    device_name = info["device_name"]
+    stamp = datetime.date.today().isoformat()
+    print(f"{device_name} ({info['backend']} {info['arch']}), {stamp}, torch {info['torch']}, "
+          f"triton {info['triton']}; providers: {', '.join(names)}")
+
+    rows: list[dict] = []
+    if not args.no_sweep:
+        step = 8 if args.quick else 2
+        for dname, dtype in DTYPES.items():
+            for i in range(2, 100, step):
+                r = measure(fns, 4096, 128 * i, dtype, device, names)
+                rows.append({"part": "sweep", "dtype": dname, "M": 4096, "N": 128 * i, **r})
+            plot(rows, dname, os.path.join(args.out, f"bench_sweep_{dname}.png"), device_name)
+    for dname, dtype in DTYPES.items():
+        for m, n in SHAPES:
+            r = measure(fns, m, n, dtype, device, names)
+            rows.append({"part": "shapes", "dtype": dname, "M": m, "N": n, **r})
+
+    with open(os.path.join(args.out, "bench.csv"), "w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=["part", "dtype", "M", "N", "copy", *names])
+        writer.writeheader()
+        writer.writerows(rows)
+
+    peers = [n for n in names if n != "npu_softmax"]
+    lines = [f"Measured on {device_name}, {stamp} (torch {info['torch']}, triton "
+             f"{info['triton']}). GB/s = (read + write) / median time; copy = device-to-device "
+             "copy of the same bytes.", "",
+             "| dtype | M x N | copy | " + " | ".join(names)
+             + " | % of copy | vs torch | vs best peer |",
+             "|---|---|---|" + "---|" * len(names) + "---|---|---|"]
+    for r in rows:
+        if r["part"] != "shapes" and not (r["N"] in (1024, 4096, 8192, 12544)):
+            continue
+        best = max((r[p] for p in peers if r[p] == r[p]), default=float("nan"))
+        ours = r["npu_softmax"]
+        lines.append(f"| {r['dtype']} | {r['M']}x{r['N']} | {r['copy']:.0f} | "
+                     + " | ".join(f"{r[n]:.0f}" for n in names)
+                     + f" | {100 * ours / r['copy']:.0f}% | {ours / r['torch']:.2f} | "
+                     f"{ours / best:.2f} |")
+    tiny = torch.randn(4, 128, device=device)
+    ours_us = host_cost_us(lambda: npu_softmax.softmax(tiny, -1), device)
+    torch_us = host_cost_us(lambda: torch.softmax(tiny, -1), device)
+    lines += ["", f"Host cost of one call on a 4x128 float32 tensor: npu_softmax {ours_us:.1f} us, "
+              f"torch.softmax {torch_us:.1f} us ({ours_us / torch_us:.2f}x)."]
+    text = "\n".join(lines)
+    with open(os.path.join(args.out, "summary.md"), "w") as f:
+        f.write(text + "\n")
+    print(text)
+
+
+if __name__ == "__main__":
+    main()
