@@ -14,6 +14,7 @@ import argparse
 import os
 import sys
 import warnings
+from typing import Callable
 
 import torch
 
@@ -37,6 +38,15 @@ CASES = {
 }
 #: Largest |y - reference| accepted per output dtype (probabilities lie in [0, 1]).
 MAX_ERROR = {torch.float32: 1e-6, torch.float16: 1e-3, torch.bfloat16: 8e-3}
+
+
+def _speeds(x: torch.Tensor, softmax: Callable, time_ms: Callable,
+            gbps: Callable) -> list[float]:
+    """GB/s of npu_softmax, torch.softmax and a copy of the same bytes, on ``x``."""
+    n_bytes = 2 * x.numel() * x.element_size()
+    copy_dst = torch.empty_like(x)
+    fns = (lambda: softmax(x, -1), lambda: torch.softmax(x, -1), lambda: copy_dst.copy_(x))
+    return [gbps(n_bytes, time_ms(fn)) for fn in fns]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -81,11 +91,7 @@ def main(argv: list[str] | None = None) -> int:
         line = (f"{f'{rows}x{cols}':>16} {str(dtype).replace('torch.', ''):>9} {err:>10.2e} "
                 f"{row_sum:>11.2e} {'ok' if ok else 'FAIL':>5}")
         if timed:
-            n_bytes = 2 * x.numel() * x.element_size()
-            copy_dst = torch.empty_like(x)
-            speeds = [gbps(n_bytes, time_ms(fn)) for fn in (
-                lambda: npu_softmax.softmax(x, -1), lambda: torch.softmax(x, -1),
-                lambda: copy_dst.copy_(x))]
+            speeds = _speeds(x, npu_softmax.softmax, time_ms, gbps)
             line += " " + " ".join(f"{s:>{w}.0f}" for s, w in zip(speeds, (12, 9, 9)))
         print(line)
     if not timed:

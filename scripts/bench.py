@@ -68,7 +68,8 @@ def measure(fns: dict[str, Callable], rows: int, cols: int, dtype: torch.dtype, 
     result = {"copy": gbps(n_bytes, time_ms(lambda: dst.copy_(x)))}
     for name in names:
         try:
-            result[name] = gbps(n_bytes, time_ms(lambda: fns[name](x)))
+            fn = fns[name]
+            result[name] = gbps(n_bytes, time_ms(lambda: fn(x)))  # noqa: B023 (called here)
         except Exception as e:  # a peer that refuses a shape (out of shared memory, ...)
             print(f"  {name} failed on {rows}x{cols} {dtype}: {type(e).__name__}: "
                   f"{str(e).splitlines()[0][:120]}")
@@ -156,7 +157,7 @@ def main() -> None:
              + " | % of copy | vs torch | vs best peer |",
              "|---|---|---|" + "---|" * len(names) + "---|---|---|"]
     for r in rows:
-        if r["part"] != "shapes" and not (r["N"] in (1024, 4096, 8192, 12544)):
+        if r["part"] != "shapes" and r["N"] not in (1024, 4096, 8192, 12544):
             continue
         best = max((r[p] for p in peers if r[p] == r[p]), default=float("nan"))
         ours = r["npu_softmax"]
