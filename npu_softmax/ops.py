@@ -44,6 +44,12 @@ def _narrows(src: torch.dtype, dst: torch.dtype) -> bool:
     return src != dst and torch.promote_types(src, dst) != dst
 
 
+def _fp32_scale_ok(dtype: torch.dtype, temperature: float) -> bool:
+    # Triton passes a Python float to a kernel as float32: exact for temperature 1, but
+    # 1 / temperature then carries float32 rounding, too coarse for float64 results.
+    return dtype != torch.float64 or temperature == 1.0
+
+
 def forward_into(x: Tensor, y: Tensor, dim: int, temperature: float, log: bool,
                  variant: Optional[str]) -> None:
     """Write ``softmax(x / temperature)`` (``log_softmax`` with ``log``) along ``dim`` into ``y``.
@@ -61,6 +67,8 @@ def forward_into(x: Tensor, y: Tensor, dim: int, temperature: float, log: bool,
         # The kernels only widen on load; a narrowing dtype= rounds in torch first, as
         # torch.softmax does (and Triton's interpreter would truncate bfloat16 instead).
         x = x.to(y.dtype)
+    if not _fp32_scale_ok(y.dtype, temperature):
+        x, temperature = x / temperature, 1.0
     xv, yv = _as_rows(x), _as_rows(y)
     layout = row_layout(xv.shape, dim, xv.stride(), yv.stride())
     if layout is None and xv.data_ptr() != yv.data_ptr():
@@ -93,9 +101,10 @@ def backward(grad: Tensor, output: Tensor, dim: int, input_dtype: torch.dtype,
     if layout is None:
         dyv = dyv.contiguous()
         layout = row_layout(yv.shape, dim, dyv.stride(), yv.stride())
+    exact = _fp32_scale_ok(y.dtype, temperature)
     launcher.launch_softmax_backward(dyv, yv, dxv, layout, variant, log=log,
-                                     scale=1.0 / temperature)
-    return dx
+                                     scale=1.0 / temperature if exact else 1.0)
+    return dx if exact else dx.div_(temperature)
 
 
 def _define(log: bool) -> tuple:
