@@ -20,7 +20,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import npu_softmax
-from npu_softmax import api, launcher
+from npu_softmax import checks, launcher
 
 INTERPRETED = launcher.target().interpreter
 DEFAULT_EXAMPLES = 300 if INTERPRETED else 400
@@ -46,8 +46,8 @@ VALUES = ("normal", "tiny", "huge", "specials", "nan_row", "neg_inf_row")
 
 
 def _dtypes() -> list[torch.dtype]:
-    return list(api.FLOAT_DTYPES) + (
-        [torch.float64] if launcher.target().backend in api.FLOAT64_TARGETS else [])
+    return list(checks.FLOAT_DTYPES) + (
+        [torch.float64] if launcher.target().backend in checks.FLOAT64_TARGETS else [])
 
 
 def _values(draw: st.DrawFn, n: int, kind: str, gen: torch.Generator) -> torch.Tensor:
