@@ -87,15 +87,30 @@ def _dispatch(log: bool, x: torch.Tensor, dim: int, dtype: torch.dtype | None,
     t = checks.check_temperature(fn, temperature)
     dim = checks.wrap_dim(dim, x.dim())
     if out is None:
+        if _eager(x):
+            return ops.run_forward(x, dim, out_dtype, t, log, variant)
         op = ops.log_softmax if log else ops.softmax
         return op(x, dim, dtype, t, variant)
     checks.check_out(fn, x, out, out_dtype)
     _no_grad(fn, x, out)
-    if out is x:
+    if _eager(x):
+        ops.run_out(x, out, dim, t, log, variant)
+    elif out is x:
         (ops.log_softmax_ if log else ops.softmax_)(x, dim, t, variant)
     else:
         (ops.log_softmax_out if log else ops.softmax_out)(x, dim, t, variant, out)
     return out
+
+
+def _eager(x: torch.Tensor) -> bool:
+    """Whether a call may run the kernels directly instead of through its custom op.
+
+    The op's dispatch costs tens of microseconds of host time, more than a small kernel runs;
+    it is needed only for autograd, for ``torch.compile``/export tracing and for tensor
+    subclasses (fake tensors), which all still go through it.
+    """
+    return (type(x) is torch.Tensor and not torch.compiler.is_compiling()
+            and not (x.requires_grad and torch.is_grad_enabled()))
 
 
 def _inplace(log: bool, x: torch.Tensor, dim: int, temperature: float | None,
@@ -107,7 +122,11 @@ def _inplace(log: bool, x: torch.Tensor, dim: int, temperature: float | None,
     checks.check_out(fn, x, x, x.dtype)
     _no_grad(fn, x, x)
     t = checks.check_temperature(fn, temperature)
-    (ops.log_softmax_ if log else ops.softmax_)(x, checks.wrap_dim(dim, x.dim()), t, variant)
+    dim = checks.wrap_dim(dim, x.dim())
+    if _eager(x):
+        ops.run_out(x, x, dim, t, log, variant)
+    else:
+        (ops.log_softmax_ if log else ops.softmax_)(x, dim, t, variant)
     return x
 
 

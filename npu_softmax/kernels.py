@@ -8,7 +8,9 @@ needs no copy. The output is addressed the same way with its own strides.
 All kernels are persistent: a grid of programs, each walking work items
 ``pid, pid + num_programs, ...`` with ``tl.range``; the launcher sizes the grid from the device.
 ``n_rows`` and ``n_cols`` are runtime values (never ``tl.constexpr``), so a new shape reuses the
-compiled binary. Arithmetic runs in float32 (float64 for float64 output); the input is
+compiled binary; Triton still specialises ``n_cols`` and the strides on divisibility by 16 (a
+handful of binaries per tile at most), which lets masked loads and stores use vector width.
+Arithmetic runs in float32 (float64 for float64 output); the input is
 never narrower than the output (the API casts a wider input first, as ``torch.softmax`` does).
 
 Every kernel multiplies its input by a runtime ``scale`` as it loads it (``1 / temperature``, so
@@ -17,7 +19,8 @@ a sampling temperature costs no extra pass over memory) and, with ``LOG`` set, w
 
 Variants (the launcher picks one, see ``launcher.plan``):
 
-* ``softmax_tile_kernel``: ``BLOCK_M`` whole rows per iteration, each row held in one block.
+* ``softmax_row_kernel``: one whole row per iteration, held in one 1-D block.
+* ``softmax_tile_kernel``: ``BLOCK_M`` whole short rows per iteration, as a 2-D tile.
 * ``softmax_online_kernel``: one row per iteration, looped in ``BLOCK_N`` chunks: one read for
   the running max and sum (Milakov & Gimelshein 2018), one read and one write to normalise.
 * ``softmax_split_stats_kernel`` + ``softmax_split_norm_kernel``: each row cut into ``n_splits``
@@ -109,7 +112,31 @@ def _range_normalize(x_row, y_row, x_col_stride, y_col_stride, cols, lo, hi, shi
         tl.store(y_row + c * y_col_stride, _finish(x, shift, norm, LOG).to(OUT_TY), mask=mask)
 
 
-@triton.jit(do_not_specialize=["n_rows", "n_cols"])
+@triton.jit(do_not_specialize=["n_rows"])
+def softmax_row_kernel(
+    y_ptr, x_ptr, n_rows, n_cols, n_inner,
+    x_outer_stride, x_inner_stride, x_col_stride,
+    y_outer_stride, y_inner_stride, y_col_stride, scale,
+    BLOCK_N: tl.constexpr, INDEX_64: tl.constexpr, LOG: tl.constexpr,
+):
+    """A row that fits one block: one row per iteration as a 1-D block (a 2-D tile of one row
+    would spread warps over its size-1 axis and load every element several times)."""
+    OUT_TY: tl.constexpr = y_ptr.dtype.element_ty
+    ACC_TY: tl.constexpr = tl.float64 if OUT_TY == tl.float64 else tl.float32
+    cols = _widen(tl.arange(0, BLOCK_N), INDEX_64)
+    mask = cols < n_cols
+    for r in tl.range(tl.program_id(0), n_rows, tl.num_programs(0)):
+        row = _widen(r, INDEX_64)
+        x_start = _row_start(row, n_inner, x_outer_stride, x_inner_stride)
+        x = _load(x_ptr + x_start + cols * x_col_stride, mask, scale, ACC_TY)
+        shift = _safe_shift(tl.max(x, axis=0))
+        norm = _norm(tl.sum(tl.exp(x - shift), axis=0), LOG)
+        y_start = _row_start(row, n_inner, y_outer_stride, y_inner_stride)
+        tl.store(y_ptr + y_start + cols * y_col_stride, _finish(x, shift, norm, LOG).to(OUT_TY),
+                 mask=mask)
+
+
+@triton.jit(do_not_specialize=["n_rows"])
 def softmax_tile_kernel(
     y_ptr, x_ptr, n_rows, n_cols, n_inner,
     x_outer_stride, x_inner_stride, x_col_stride,
@@ -137,7 +164,7 @@ def softmax_tile_kernel(
         tl.store(y_ptr + y_start[:, None] + cols[None, :] * y_col_stride, y.to(OUT_TY), mask=mask)
 
 
-@triton.jit(do_not_specialize=["n_rows", "n_cols"])
+@triton.jit(do_not_specialize=["n_rows"])
 def softmax_online_kernel(
     y_ptr, x_ptr, n_rows, n_cols, n_inner,
     x_outer_stride, x_inner_stride, x_col_stride,
@@ -157,7 +184,7 @@ def softmax_online_kernel(
                          _safe_shift(m), d, scale, BLOCK_N, OUT_TY, ACC_TY, LOG)
 
 
-@triton.jit(do_not_specialize=["n_rows", "n_cols", "split_cols"])
+@triton.jit(do_not_specialize=["n_rows"])
 def softmax_split_stats_kernel(
     max_ptr, sum_ptr, x_ptr, n_rows, n_cols, n_inner,
     x_outer_stride, x_inner_stride, x_col_stride, split_cols, scale,
@@ -178,7 +205,7 @@ def softmax_split_stats_kernel(
         tl.store(sum_ptr + item, d)
 
 
-@triton.jit(do_not_specialize=["n_rows", "n_cols", "split_cols"])
+@triton.jit(do_not_specialize=["n_rows"])
 def softmax_split_norm_kernel(
     y_ptr, max_ptr, sum_ptr, x_ptr, n_rows, n_cols, n_inner,
     x_outer_stride, x_inner_stride, x_col_stride,

@@ -65,7 +65,7 @@ def _range_grad(dx_row, y_row, dy_row, y_col_stride, dy_col_stride, cols, lo, hi
         tl.store(dx_row + c * y_col_stride, dx.to(dx_row.dtype.element_ty), mask=mask)
 
 
-@triton.jit(do_not_specialize=["n_rows", "n_cols"])
+@triton.jit(do_not_specialize=["n_rows"])
 def softmax_bwd_tile_kernel(
     dx_ptr, y_ptr, dy_ptr, n_rows, n_cols, n_inner,
     dy_outer_stride, dy_inner_stride, dy_col_stride,
@@ -90,7 +90,7 @@ def softmax_bwd_tile_kernel(
         tl.store(dx_ptr + y_offs, dx.to(dx_ptr.dtype.element_ty), mask=mask)
 
 
-@triton.jit(do_not_specialize=["n_rows", "n_cols"])
+@triton.jit(do_not_specialize=["n_rows"])
 def softmax_bwd_online_kernel(
     dx_ptr, y_ptr, dy_ptr, n_rows, n_cols, n_inner,
     dy_outer_stride, dy_inner_stride, dy_col_stride,
@@ -110,7 +110,7 @@ def softmax_bwd_online_kernel(
                     0, n_cols, dot, scale, BLOCK_N, ACC_TY, LOG)
 
 
-@triton.jit(do_not_specialize=["n_rows", "n_cols", "split_cols"])
+@triton.jit(do_not_specialize=["n_rows"])
 def softmax_bwd_split_dot_kernel(
     dot_ptr, y_ptr, dy_ptr, n_rows, n_cols, n_inner,
     dy_outer_stride, dy_inner_stride, dy_col_stride,
@@ -133,7 +133,7 @@ def softmax_bwd_split_dot_kernel(
         tl.store(dot_ptr + item, dot)
 
 
-@triton.jit(do_not_specialize=["n_rows", "n_cols", "split_cols"])
+@triton.jit(do_not_specialize=["n_rows"])
 def softmax_bwd_split_grad_kernel(
     dx_ptr, dot_ptr, y_ptr, dy_ptr, n_rows, n_cols, n_inner,
     dy_outer_stride, dy_inner_stride, dy_col_stride,

@@ -169,7 +169,11 @@ def launch_softmax(x: torch.Tensor, y: torch.Tensor, layout: RowLayout,
            target(), x.device.type, device_index)
     args = (y, x, n_rows, n_cols, n_inner, *layout.x_strides, *layout.y_strides, scale)
     with _device_guard(x.device):
-        if p.variant == "tile":
+        if p.variant == "tile" and p.block_m == 1:
+            _launch(key, K.softmax_row_kernel, n_rows, args,
+                    {"BLOCK_N": p.block_n, "INDEX_64": p.index_64, "LOG": log}, device_index,
+                    p.block_n)
+        elif p.variant == "tile":
             _launch(key, K.softmax_tile_kernel, triton.cdiv(n_rows, p.block_m), args,
                     {"BLOCK_M": p.block_m, "BLOCK_N": p.block_n, "INDEX_64": p.index_64,
                      "LOG": log}, device_index, p.block_m * p.block_n)

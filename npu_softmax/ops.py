@@ -85,6 +85,25 @@ def forward_into(x: Tensor, y: Tensor, dim: int, temperature: float, log: bool,
     launcher.launch_softmax(xv, yv, layout, variant, log=log, scale=1.0 / temperature)
 
 
+def run_forward(x: Tensor, dim: int, out_dtype: torch.dtype, temperature: float, log: bool,
+                variant: Optional[str]) -> Tensor:
+    """The forward op's body: check the target, allocate the output, run the kernels."""
+    checks.check_target(op_name(log), x, out_dtype)
+    y = torch.empty(x.shape, dtype=out_dtype, device=x.device)
+    forward_into(x, y, dim, temperature, log, variant)
+    return y
+
+
+def run_out(x: Tensor, out: Tensor, dim: int, temperature: float, log: bool,
+            variant: Optional[str]) -> None:
+    """The out= and in-place ops' body (``out`` may be ``x``)."""
+    fn = op_name(log)
+    checks.check_target(fn, x, out.dtype)
+    if out is not x:
+        checks.check_no_partial_overlap(fn, x, out)
+    forward_into(x, out, dim, temperature, log, variant)
+
+
 def backward(grad: Tensor, output: Tensor, dim: int, input_dtype: torch.dtype,
              temperature: float, log: bool, variant: Optional[str]) -> Tensor:
     """The gradient w.r.t. the forward's input, of dtype ``input_dtype`` (contiguous)."""
@@ -114,11 +133,7 @@ def _define(log: bool) -> tuple:
 
     def forward(x: Tensor, dim: int, dtype: Optional[torch.dtype] = None,
                 temperature: float = 1.0, variant: Optional[str] = None) -> Tensor:
-        out_dtype = dtype or x.dtype
-        checks.check_target(fn, x, out_dtype)
-        y = torch.empty(x.shape, dtype=out_dtype, device=x.device)
-        forward_into(x, y, dim, temperature, log, variant)
-        return y
+        return run_forward(x, dim, dtype or x.dtype, temperature, log, variant)
 
     def forward_fake(x: Tensor, dim: int, dtype: Optional[torch.dtype] = None,
                      temperature: float = 1.0, variant: Optional[str] = None) -> Tensor:
@@ -135,17 +150,14 @@ def _define(log: bool) -> tuple:
 
     def out_op(x: Tensor, dim: int, temperature: float, variant: Optional[str],
                out: Tensor) -> None:
-        checks.check_target(fn, x, out.dtype)
-        checks.check_no_partial_overlap(fn, x, out)
-        forward_into(x, out, dim, temperature, log, variant)
+        run_out(x, out, dim, temperature, log, variant)
 
     def out_fake(x: Tensor, dim: int, temperature: float, variant: Optional[str],
                  out: Tensor) -> None:
         checks.check_target(fn, x, out.dtype)
 
     def inplace(x: Tensor, dim: int, temperature: float, variant: Optional[str]) -> None:
-        checks.check_target(fn, x, x.dtype)
-        forward_into(x, x, dim, temperature, log, variant)
+        run_out(x, x, dim, temperature, log, variant)
 
     def inplace_fake(x: Tensor, dim: int, temperature: float, variant: Optional[str]) -> None:
         checks.check_target(fn, x, x.dtype)

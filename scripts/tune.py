@@ -52,15 +52,16 @@ def tune_tile(dtype: torch.dtype, sms: int, top: int) -> None:
         block_n = triton.next_power_of_2(n)
         results = []
         for elems, warps, stages, per_sm in itertools.product(
-                (2048, 4096, 8192, 16384), (4, 8, 16), (1, 2), (1, 2, 4)):
+                (1024, 2048, 4096, 8192), (2, 4, 8, 16), (1, 2), (2, 4, 8, 16)):
             block_m = max(1, elems // block_n)
-            if block_m == 1 and elems > 2 * block_n:
+            if block_m == 1 and elems > block_n:
                 continue
             grid = (min(sms * per_sm, triton.cdiv(m, block_m)),)
+            tile = {"BLOCK_M": block_m} if block_m > 1 else {}
+            kernel = K.softmax_tile_kernel if block_m > 1 else K.softmax_row_kernel
             def run() -> None:
-                K.softmax_tile_kernel[grid](*args, BLOCK_M=block_m, BLOCK_N=block_n,  # noqa: B023
-                                            INDEX_64=False, LOG=False, num_warps=warps,  # noqa: B023
-                                            num_stages=stages)  # noqa: B023
+                kernel[grid](*args, BLOCK_N=block_n, INDEX_64=False, LOG=False,  # noqa: B023
+                             num_warps=warps, num_stages=stages, **tile)  # noqa: B023
             try:
                 g = gbps(nbytes, time_ms(run, warmup_ms=5, rep_ms=20))
             except Exception as e:  # out of resources for this configuration
@@ -155,6 +156,7 @@ def host_costs() -> None:
         "kernel[grid](...)": lambda: K.softmax_tile_kernel[(1,)](
             *args, BLOCK_M=4, BLOCK_N=128, INDEX_64=False, LOG=False, num_warps=1,
             num_stages=1),
+        "launcher.kernels (dict lookup)": lambda: launcher.kernels.get(None),
         "torch.empty_like": lambda: torch.empty_like(x),
     }
     for name, fn in layers.items():
