@@ -100,7 +100,14 @@ def plan(layout: RowLayout, itemsize: int, n_cores: int, be: Backend,
     how many tensors a kernel reads per element (2 for the backward's ``y`` and ``dy``): the
     tile and chunk budgets are shared between them.
     """
-    n_rows, n_cols = layout.n_rows, layout.n_cols
+    return _plan(layout.n_rows, layout.n_cols, layout.max_offset(), itemsize, n_cores, be,
+                 variant, streams)
+
+
+@functools.lru_cache(maxsize=4096)
+def _plan(n_rows: int, n_cols: int, max_offset: int, itemsize: int, n_cores: int, be: Backend,
+          variant: str | None, streams: int) -> Plan:
+    # plan() on plain numbers, cached: a call with a shape seen before costs a dict lookup.
     full_block = triton.next_power_of_2(n_cols)
     fits = full_block * streams <= be.tile_elems(itemsize)
     chunk = min(max(1, be.chunk_elems(itemsize) // streams), full_block)
@@ -119,7 +126,7 @@ def plan(layout: RowLayout, itemsize: int, n_cores: int, be: Backend,
     elif variant == "split":
         wanted = triton.cdiv(2 * n_cores, n_rows)
         n_splits = triton.next_power_of_2(max(2, min(wanted, most_splits)))
-    reach = max(layout.max_offset(), n_rows * n_splits) + block_m * block_n * n_splits
+    reach = max(max_offset, n_rows * n_splits) + block_m * block_n * n_splits
     return Plan(variant, block_m, block_n, n_splits, index_64=reach >= 2**31)
 
 
@@ -245,7 +252,8 @@ def _launch_split(x: torch.Tensor, y: torch.Tensor, layout: RowLayout, p: Plan, 
 
 def _device_guard(device: torch.device) -> Any:
     """Make ``device`` current so Triton launches there (and on its current stream)."""
-    module = getattr(torch, device.type, None) if device.type in ("cuda", "npu") else None
-    if module is None or device.index is None:
+    if device.index is None or device.type not in ("cuda", "npu"):
         return contextlib.nullcontext()
-    return module.device(device.index)
+    if device.type == "cuda":
+        return torch.cuda._DeviceGuard(device.index)  # the cheap guard compiled code uses
+    return torch.npu.device(device.index)

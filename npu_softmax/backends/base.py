@@ -23,13 +23,17 @@ class Backend:
         """Chunk length of the looped (online/split) kernels, a power of two."""
         return self.tile_elems(itemsize)
 
+    def rows_tile_elems(self, itemsize: int) -> int:
+        """Elements of a tile of several short rows (at most ``tile_elems``)."""
+        return self.tile_elems(itemsize)
+
     def rows_per_block(self, block_n: int, n_rows: int, n_cores: int, itemsize: int) -> int:
         """How many whole rows of ``block_n`` columns the tile kernel takes per iteration.
 
         Enough rows that an iteration moves a useful number of bytes, but not so many that the
         cores run out of row blocks to share.
         """
-        rows = max(1, self.tile_elems(itemsize) // block_n)
+        rows = max(1, self.rows_tile_elems(itemsize) // block_n)
         per_core = triton.next_power_of_2(triton.cdiv(n_rows, n_cores))
         return min(rows, per_core)
 
