@@ -77,6 +77,10 @@ def core_count(device_index: int) -> int:
     return backend().core_count(device_index)
 
 
+#: Most programs that share one row in the split variant.
+MAX_SPLITS = 128
+
+
 @dataclass(frozen=True)
 class Plan:
     """A kernel variant and its compile-time tile for one call."""
@@ -110,8 +114,10 @@ def _plan(n_rows: int, n_cols: int, max_offset: int, itemsize: int, n_cores: int
     # plan() on plain numbers, cached: a call with a shape seen before costs a dict lookup.
     full_block = triton.next_power_of_2(n_cols)
     fits = full_block * streams <= be.tile_elems(itemsize)
-    chunk = min(max(1, be.chunk_elems(itemsize) // streams), full_block)
-    most_splits = triton.cdiv(n_cols, chunk)
+    def chunk(kind: str) -> int:
+        return min(max(1, be.chunk_elems(itemsize, kind) // streams), full_block)
+
+    most_splits = triton.cdiv(n_cols, chunk("split"))
     if variant is None:
         if fits:
             variant = "tile"
@@ -119,12 +125,13 @@ def _plan(n_rows: int, n_cols: int, max_offset: int, itemsize: int, n_cores: int
             variant = "split"
         else:
             variant = "online"
-    block_m, block_n, n_splits = 1, chunk, 1
+    block_m, block_n, n_splits = 1, chunk(variant), 1
     if variant == "tile":
         block_n = full_block
         block_m = be.rows_per_block(block_n, n_rows, n_cores, itemsize)
     elif variant == "split":
-        wanted = triton.cdiv(2 * n_cores, n_rows)
+        # About four work items per core (measured best on an H100), at most MAX_SPLITS.
+        wanted = min(triton.cdiv(4 * n_cores, n_rows), MAX_SPLITS)
         n_splits = triton.next_power_of_2(max(2, min(wanted, most_splits)))
     reach = max(max_offset, n_rows * n_splits) + block_m * block_n * n_splits
     return Plan(variant, block_m, block_n, n_splits, index_64=reach >= 2**31)

@@ -24,7 +24,7 @@ from npu_softmax.layout import row_layout
 from npu_softmax.timing import gbps, time_ms
 
 TILE_SHAPES = [(32768, 128), (65536, 64), (16384, 512), (1823, 781), (4096, 1024),
-               (4096, 4096), (4096, 8192), (1024, 16384)]
+               (4096, 4096), (4096, 8192), (1024, 16384), (4096, 32768), (64, 65536)]
 ONLINE_SHAPES = [(4096, 32768), (64, 65536), (1024, 131072), (256, 151936)]
 SPLIT_SHAPES = [(1, 151936), (8, 151936), (32, 151936), (16, 262144), (4, 1048576)]
 
@@ -52,7 +52,7 @@ def tune_tile(dtype: torch.dtype, sms: int, top: int) -> None:
         block_n = triton.next_power_of_2(n)
         results = []
         for elems, warps, stages, per_sm in itertools.product(
-                (1024, 2048, 4096, 8192), (2, 4, 8, 16), (1, 2), (2, 4, 8, 16)):
+                (1024, 2048, 4096, 8192), (2, 4, 8, 16, 32), (1, 2), (1, 2, 4, 8, 16)):
             block_m = max(1, elems // block_n)
             if block_m == 1 and elems > block_n:
                 continue
@@ -171,8 +171,13 @@ def main() -> None:
     parser.add_argument("--variant", choices=["tile", "online", "split", "host"], action="append")
     parser.add_argument("--dtype", choices=["float32", "bfloat16"], action="append")
     parser.add_argument("--top", type=int, default=4)
+    parser.add_argument("--shapes", help="only these MxN shapes, e.g. 4096x32768,64x65536")
     args = parser.parse_args()
     sms = torch.cuda.get_device_properties(0).multi_processor_count
+    if args.shapes:
+        wanted = {tuple(map(int, s.split("x"))) for s in args.shapes.split(",")}
+        for shapes in (TILE_SHAPES, ONLINE_SHAPES, SPLIT_SHAPES):
+            shapes[:] = [s for s in shapes if s in wanted]
     print(torch.cuda.get_device_name(), f"{sms} SMs", "triton", triton.__version__)
     for variant in args.variant or ["host", "tile", "online", "split"]:
         if variant == "host":

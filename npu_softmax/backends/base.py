@@ -19,8 +19,9 @@ class Backend:
         """Most elements one program may hold on chip in one iteration (a power of two)."""
         raise NotImplementedError
 
-    def chunk_elems(self, itemsize: int) -> int:
-        """Chunk length of the looped (online/split) kernels, a power of two."""
+    def chunk_elems(self, itemsize: int, variant: str) -> int:
+        """Chunk length of the looped kernels (``variant``: ``"online"`` or ``"split"``), a
+        power of two."""
         return self.tile_elems(itemsize)
 
     def rows_tile_elems(self, itemsize: int) -> int:

@@ -19,23 +19,25 @@ class CudaBackend(Backend):
 
     # Sizes below come from scripts/tune.py on an H100 (2026-11-22): a row of up to 16384
     # elements held in registers by one program runs at 95-99% of the copy roof; short rows do
-    # best in tiles of about 4096 elements; looped kernels in chunks of 4096.
+    # best in tiles of about 4096 elements; the online kernel in chunks of 8192 (16 warps), the
+    # split kernels in chunks of 4096 (8 warps).
     def tile_elems(self, itemsize: int) -> int:
         return 16384
 
     def rows_tile_elems(self, itemsize: int) -> int:
         return 4096
 
-    def chunk_elems(self, itemsize: int) -> int:
-        return 4096
+    def chunk_elems(self, itemsize: int, variant: str) -> int:
+        return 8192 if variant == "online" else 4096
 
     def core_count(self, device_index: int) -> int:
         return _compat.device_properties(device_index)["multiprocessor_count"]
 
     def options(self, block_elems: int) -> dict[str, Any]:
-        # 4 warps for small tiles, 8 from 4096 elements: 16-32 elements per thread. One stage:
+        # 4 warps for small tiles, 8 from 4096 elements, 16 from 8192. One stage:
         # the persistent loop keeps enough rows in flight through occupancy instead.
-        return {"num_warps": 4 if block_elems < 4096 else 8, "num_stages": 1}
+        warps = 4 if block_elems < 4096 else 8 if block_elems < 8192 else 16
+        return {"num_warps": warps, "num_stages": 1}
 
     def max_programs(self, kernel: Any, args: tuple, constexprs: dict[str, Any],
                      options: dict[str, Any], device_index: int) -> int:
