@@ -17,12 +17,13 @@ class CudaBackend(Backend):
     def __init__(self, name: str = "cuda") -> None:
         self.name = name
 
-    # Sizes below come from scripts/tune.py on an H100 (2026-11-22): a row of up to 16384
-    # elements held in registers by one program runs at 95-99% of the copy roof; short rows do
+    # Sizes below come from scripts/tune.py on an H100 (2026-11-22): a row of up to 32768
+    # elements held in registers by one program (32 warps from 32768) runs at 95-99% of the
+    # copy roof (65536 falls to 66%: longer rows loop); short rows do
     # best in tiles of about 4096 elements; the online kernel in chunks of 8192 (16 warps), the
     # split kernels in chunks of 4096 (8 warps).
     def tile_elems(self, itemsize: int) -> int:
-        return 16384
+        return 32768
 
     def rows_tile_elems(self, itemsize: int) -> int:
         return 4096
@@ -34,9 +35,11 @@ class CudaBackend(Backend):
         return _compat.device_properties(device_index)["multiprocessor_count"]
 
     def options(self, block_elems: int) -> dict[str, Any]:
-        # 4 warps for small tiles, 8 from 4096 elements, 16 from 8192. One stage:
+        # 4 warps for small tiles, 8 from 4096 elements, 16 from 8192, 32 from 32768. One stage:
         # the persistent loop keeps enough rows in flight through occupancy instead.
         warps = 4 if block_elems < 4096 else 8 if block_elems < 8192 else 16
+        if block_elems >= 32768:
+            warps = 32
         return {"num_warps": warps, "num_stages": 1}
 
     def max_programs(self, kernel: Any, args: tuple, constexprs: dict[str, Any],
