@@ -6,7 +6,7 @@ Everything else in the package uses only the API both share.
 from __future__ import annotations
 
 import os
-from typing import Any
+from typing import Any, Callable
 
 import triton
 
@@ -49,3 +49,35 @@ def compile_for_occupancy(kernel: Any, args: tuple, constexprs: dict[str, Any],
 def triton_version() -> str:
     """``triton.__version__`` (triton-ascend reports its own, e.g. ``3.2.0``)."""
     return triton.__version__
+
+
+def direct_launcher(compiled: Any) -> Callable[[int, tuple], None] | None:
+    """``launch(programs, args)`` starting an already compiled kernel on the current stream,
+    where ``args`` are all the kernel's parameters in order (constexpr values included), or
+    None where this Triton's ``CompiledKernel`` lacks the launch interface of upstream 3.3+
+    (``run(grid, stream, function, packed_metadata, launch_metadata, hooks, *args)``), as
+    triton-ascend 3.2's does.
+
+    This is what ``JITFunction.run`` does after binding and specialising the arguments; the
+    caller keeps one per argument specialisation.
+    """
+    try:
+        from triton import knobs  # upstream 3.4+
+    except ImportError:
+        return None
+    run = getattr(compiled, "run", None)
+    function = getattr(compiled, "function", None)
+    packed = getattr(compiled, "packed_metadata", None)
+    if run is None or function is None or packed is None:
+        return None
+    driver = triton.runtime.driver.active
+    hooks = knobs.runtime
+
+    def launch(programs: int, args: tuple) -> None:
+        stream = driver.get_current_stream(driver.get_current_device())
+        enter, leave = hooks.launch_enter_hook, hooks.launch_exit_hook
+        meta = (compiled.launch_metadata((programs, 1, 1), stream, *args)
+                if enter is not None or leave is not None else None)
+        run(programs, 1, 1, stream, function, packed, meta, enter, leave, *args)
+
+    return launch

@@ -14,7 +14,7 @@ import contextlib
 import functools
 import threading
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable
 
 import torch
 import triton
@@ -139,6 +139,17 @@ def _plan(n_rows: int, n_cols: int, max_offset: int, itemsize: int, n_cores: int
 
 kernels: dict[tuple, int] = {}
 _lock = threading.RLock()
+#: (kernel key, argument specialisation) -> a direct launcher of the compiled binary (GPUs).
+_direct: dict[tuple, Callable] = {}
+
+
+def _specialisation(args: tuple) -> tuple:
+    """What Triton specialises a binary on, for each argument (a superset, to be safe): a
+    tensor's 16-byte alignment; an integer being 1, a multiple of 16, or wider than 32 bits."""
+    return tuple(
+        a.data_ptr() % 16 == 0 if isinstance(a, torch.Tensor)
+        else (a == 1, a % 16 == 0, -2**31 <= a < 2**31) if isinstance(a, int) else None
+        for a in args)
 
 
 def _launch(key: tuple, kernel: Any, n_items: int, args: tuple, constexprs: dict[str, Any],
@@ -146,11 +157,21 @@ def _launch(key: tuple, kernel: Any, n_items: int, args: tuple, constexprs: dict
     """Launch ``kernel`` over ``n_items`` work items on a persistent grid.
 
     The first call for a ``key`` sizes the grid (compiling on GPUs) and launches under a lock,
-    so threads racing on a new key compile it once; later calls only read ``kernels``.
+    so threads racing on a new key compile it once; later calls only read ``kernels``. On
+    CUDA/HIP a binary already launched once for the same argument specialisation is started
+    directly, skipping Triton's per-call argument binding (most of a small call's host time).
     """
     be = backend()
-    options = be.options(block_elems)
     max_programs = kernels.get(key)
+    direct_key = None
+    if max_programs is not None and be.name in ("cuda", "hip"):
+        direct_key = (key, _specialisation(args))
+        direct = _direct.get(direct_key)
+        if direct is not None:
+            n_const = tuple(constexprs[name] for name in kernel.arg_names[len(args):])
+            direct(max(1, min(max_programs, n_items)), args + n_const)
+            return
+    options = be.options(block_elems)
     if max_programs is None or isinstance(be, InterpreterBackend):
         # The interpreter patches triton.language globally while it runs: one launch at a time.
         with _lock:
@@ -162,7 +183,11 @@ def _launch(key: tuple, kernel: Any, n_items: int, args: tuple, constexprs: dict
             kernels[key] = max_programs
         return
     grid = (max(1, min(max_programs, n_items, be.max_grid)),)
-    kernel[grid](*args, **constexprs, **options)
+    compiled = kernel[grid](*args, **constexprs, **options)
+    if direct_key is not None:
+        direct = _compat.direct_launcher(compiled)
+        if direct is not None:
+            _direct[direct_key] = direct
 
 
 def launch_softmax(x: torch.Tensor, y: torch.Tensor, layout: RowLayout,
