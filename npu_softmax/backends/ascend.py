@@ -53,6 +53,11 @@ class AscendBackend(Backend):
         elems = self.tile_budget_bytes() // (TILE_COPIES * 4)
         return 1 << (elems.bit_length() - 1)
 
+    def tile_ub_bytes(self, block_elems: int) -> int:
+        """UB bytes a kernel whose tile (or chunk) has ``block_elems`` elements uses, by this
+        model; ``scripts/compile_ascend.py`` checks it against bishengir's memory plan."""
+        return block_elems * TILE_COPIES * 4 * (2 if self.multibuffer else 1)
+
     def core_count(self, device_index: int) -> int:
         return _compat.device_properties(device_index)["num_vectorcore"]
 

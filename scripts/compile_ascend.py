@@ -1,0 +1,339 @@
+#!/usr/bin/env python3
+"""Compile every Ascend kernel the launcher can choose, as far as a machine without CANN can.
+
+For each target (A2: Ascend910B3, A5: Ascend910_9599), dtype (fp32, fp16, bf16) and plan that
+``npu_softmax.launcher.reachable_plans`` lists for the NPU backend, each kernel of the plan goes
+through triton-ascend's own pipeline with ``triton.compile``:
+
+1. ``ttir``      Triton IR (triton-ascend's frontend and TTIR passes);
+2. ``ttadapter`` linalg/HIVM input (triton-ascend's ``triton-adapter-opt``);
+3. ``bishengir`` the whole BiShengIR pipeline of the ascendnpu-ir wheel, with the options the
+   launcher passes (``multibuffer``), up to memory planning and the HIVM IR; it then calls the
+   external ``hivmc`` of CANN, which is not on PyPI: that call failing is the expected end.
+
+Then the UB check: the same ``bishengir-compile`` command triton-ascend ran is run again with
+``--enable-tuning-mode`` (no silent retry without multi-buffering when the plan does not fit) and
+``--save-temps``; the UB the plan uses is read from bishengir's own report (A5:
+``--enable-print-memory-allocated-size``) or from the planned buffer offsets in the HIVM IR (A2,
+whose bishengir has no such flag). It must fit the UB the launcher assumes (``ub_bytes(arch)``,
+also checked against the chip spec bishengir compiles for), and the launcher's estimate
+(``AscendBackend.tile_ub_bytes``) must not be below it.
+
+Exits 1 when any kernel stops before ``bishengir``'s end or does not fit; prints a table.
+Usage: ``python scripts/compile_ascend.py [--targets A2,A5] [--dtypes fp32,fp16,bf16] [-j N]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import concurrent.futures
+import dataclasses
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import triton
+import triton.language as tl
+
+from npu_softmax import _compat, launcher
+from npu_softmax import kernels as K
+from npu_softmax.backends import AscendBackend
+from npu_softmax.backends.ascend import ub_bytes
+
+#: Stages in order; "npubin" needs CANN's hivmc and is never reached here.
+STAGES = ("ttir", "ttadapter", "bishengir", "npubin")
+#: The furthest stage this machine can reach.
+REACHABLE = "bishengir"
+
+
+@dataclasses.dataclass(frozen=True)
+class Target:
+    """An Ascend chip to compile for."""
+
+    name: str  # "A2", "A5"
+    arch: str  # bishengir --target
+    vector_cores: int  # sizes the plan sweep; checked against bishengir's chip spec
+    compiler: str  # binary of the ascendnpu-ir wheel
+    options: tuple[tuple[str, Any], ...] = ()  # extra triton-ascend options for this chip
+
+
+TARGETS = {
+    "A2": Target("A2", "Ascend910B3", 40, "bishengir-compile"),
+    # Ascend 950 (triton-ascend calls it 910_95): its own bishengir build and compile path.
+    "A5": Target("A5", "Ascend910_9599", 72, "bishengir-compile-a5",
+                 (("compile_on_910_95", True),)),
+}
+DTYPES = {"fp32": tl.float32, "fp16": tl.float16, "bf16": tl.bfloat16}
+#: Triton type of the accumulator pointers of the split kernels (float32 for these dtypes).
+ACC_PTR = "*fp32"
+
+
+@dataclasses.dataclass
+class Row:
+    """One compiled kernel and how far it went."""
+
+    target: str
+    dtype: str
+    kernel: str
+    plan: launcher.Plan
+    stage: str = "-"
+    ub_used: int | None = None  # bytes planned (or required, when over)
+    ub_model: int = 0  # the launcher's estimate
+    ub_budget: int = 0  # the UB the launcher assumes for the arch
+    multibuffer: bool = True
+    error: str = ""
+    seconds: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        return (not self.error and self.stage == REACHABLE and self.ub_used is not None
+                and self.ub_used <= self.ub_budget)
+
+
+def kernels_of(p: launcher.Plan) -> list[Any]:
+    """The Triton kernels ``launch_softmax`` runs for a plan."""
+    if p.variant == "tile":
+        return [K.softmax_tile_kernel]
+    if p.variant == "online":
+        return [K.softmax_online_kernel]
+    return [K.softmax_split_stats_kernel, K.softmax_split_norm_kernel]
+
+
+def specialise(fn: Any, p: launcher.Plan, dtype_name: str) -> tuple[dict, dict, list]:
+    """Signature, constants and aligned pointers of ``fn`` as the JIT sees a launch of plan ``p``
+    on contiguous rows (softmax over the last dim): column strides are 1, so the JIT folds them
+    in as constants; row counts and lengths are never specialised (``do_not_specialize``)."""
+    values = {"BLOCK_M": p.block_m, "BLOCK_N": p.block_n, "INDEX_64": p.index_64,
+              "N_SPLITS": p.n_splits, "OUT_TY": DTYPES[dtype_name],
+              "x_col_stride": 1, "y_col_stride": 1}
+    ptr = {"x_ptr": f"*{dtype_name}", "y_ptr": f"*{dtype_name}",
+           "max_ptr": ACC_PTR, "sum_ptr": ACC_PTR}
+    signature, constants = {}, {}
+    for param in fn.params:
+        name = param.name
+        if param.is_constexpr or name in values:
+            constants[name] = values[name]
+        else:
+            signature[name] = ptr.get(name, "i32")
+    return signature, constants, [n for n in signature if n in ptr]
+
+
+# ---------------------------------------------------------------------------------------------
+# Worker side: one process compiles one kernel at a time.
+
+_BIN = None
+
+
+def _setup_worker(cache_root: str) -> None:
+    """Point triton-ascend at the ascendnpu-ir binaries and at the arch being compiled for."""
+    global _BIN
+    import ascendnpuir
+    from triton.backends import backends
+
+    _BIN = Path(ascendnpuir.__file__).parent / "bin"
+    os.environ["TRITON_CACHE_DIR"] = tempfile.mkdtemp(dir=cache_root)
+    # triton-ascend asks the device for the arch while building the bishengir command
+    # (NPUUtils().get_arch() compiles a helper against CANN). Here the arch is the target's:
+    # the stage functions read NPUUtils from the backend module's globals, so it is set there.
+    stage_globals = backends["ascend"].compiler.add_stages.__globals__
+
+    class _TargetArch:
+        def get_arch(self) -> str:
+            return os.environ["NPU_SOFTMAX_ARCH"]
+
+    stage_globals["NPUUtils"] = _TargetArch
+
+
+def _compiler_dir(t: Target, cache_root: str) -> str:
+    # triton-ascend runs whatever `bishengir-compile` is first on PATH; for A5 that is the -a5
+    # build, linked under the plain name.
+    if t.compiler == "bishengir-compile":
+        return str(_BIN)
+    link_dir = Path(cache_root) / f"bin-{t.name}"
+    link_dir.mkdir(exist_ok=True)
+    link = link_dir / "bishengir-compile"
+    if not link.exists():
+        link.symlink_to(_BIN / t.compiler)
+    return str(link_dir)
+
+
+def compile_one(t: Target, dtype_name: str, p: launcher.Plan, fn_name: str,
+                cache_root: str) -> Row:
+    """Run one kernel through triton-ascend and bishengir; measure its UB plan."""
+    from triton.backends import backends
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler.errors import MLIRCompilationError
+
+    if _BIN is None:
+        _setup_worker(cache_root)
+    start = time.time()
+    be = AscendBackend(t.arch)
+    fn = getattr(K, fn_name)
+    row = Row(t.name, dtype_name, fn_name.removeprefix("softmax_").removesuffix("_kernel"), p,
+              ub_model=be.tile_ub_bytes(p.block_m * p.block_n), ub_budget=ub_bytes(t.arch))
+    options = {**be.options(p.block_m * p.block_n), **dict(t.options)}
+    row.multibuffer = bool(options.get("multibuffer"))
+    os.environ["NPU_SOFTMAX_ARCH"] = t.arch
+    os.environ["PATH"] = _compiler_dir(t, cache_root) + os.pathsep + os.environ["PATH"]
+    signature, constants, aligned = specialise(fn, p, dtype_name)
+    src = _compat.ast_source(fn, signature, constants, aligned)
+    try:
+        triton.compile(src, target=GPUTarget("npu", t.arch, 0), options=options)
+        row.stage = "npubin"
+    except MLIRCompilationError as e:
+        text = str(e)
+        cache = re.search(r"compiled kernel cache is in (\S+)", text)
+        done = {f.suffix.lstrip(".") for f in Path(cache.group(1)).iterdir()} if cache else set()
+        row.stage = "ttadapter" if "ttadapter" in done else "ttir" if "ttir" in done else "-"
+        # bishengir ran its whole pipeline when its only diagnostic is the missing hivmc.
+        errors = [line for line in text.splitlines()
+                  if ": error: " in line and "External hivmc run fails" not in line]
+        if row.stage == "ttadapter" and "hivmc" in text and not errors:
+            row.stage = REACHABLE
+            command = getattr(e.__context__, "cmd", None)
+            adapter = Path(cache.group(1)) / f"{fn_name}.ttadapter"
+            _measure_ub(row, command, adapter.read_text(), t,
+                        backends["ascend"].compiler.add_stages.__globals__)
+        else:
+            row.error = _first_error(text)
+    except Exception as e:  # a frontend error: the kernel does not lower at all
+        row.error = f"{type(e).__name__}: {_first_error(str(e))}"
+    row.seconds = time.time() - start
+    return row
+
+
+def _first_error(text: str) -> str:
+    for line in text.splitlines():
+        if ": error: " in line or "Error" in line:
+            return line.strip()[:160]
+    return text.strip().splitlines()[-1][:160] if text.strip() else "unknown error"
+
+
+def _measure_ub(row: Row, command: list[str] | None, adapter: str, target: Target,
+                stage_globals: dict) -> None:
+    """Re-run triton-ascend's bishengir command with tuning mode (a plan that does not fit is an
+    error, not a silent retry without multi-buffering) and read how much UB the plan uses."""
+    if not command:
+        row.error = "no bishengir command to re-run"
+        return
+    # The npubin stage strips mix_mode from the linalg text before calling bishengir; same here.
+    linalg, _ = stage_globals["_parse_linalg_metadata"](adapter, {})
+    with tempfile.TemporaryDirectory() as tmp:
+        src = Path(tmp) / "kernel.ttadapter.mlir"
+        src.write_text(linalg)
+        args = command[2:command.index("-o")]
+        extra = ["--enable-tuning-mode", f"--save-temps={tmp}"]
+        if _supports(command[0], "--enable-print-memory-allocated-size"):
+            extra.append("--enable-print-memory-allocated-size")
+        run = subprocess.run([command[0], str(src), *args, *extra, "-o", f"{tmp}/kernel"],
+                             capture_output=True, text=True)
+        out = run.stdout + run.stderr
+        over = re.search(r"ub overflow, requires (\d+) bits while (\d+) bits available", out)
+        if over:
+            row.ub_used = int(over.group(1)) // 8
+            row.error = f"UB overflow with multibuffer={row.multibuffer}"
+            return
+        hivm = Path(tmp) / "module.hivm.opt.mlir"
+        if not hivm.exists():
+            row.error = _first_error(out)
+            return
+        ir = hivm.read_text()
+        _check_chip_spec(ir, target, row)
+        printed = re.search(r"Allocated UB size = (\d+) bits", out)
+        row.ub_used = int(printed.group(1)) // 8 if printed else planned_ub_bytes(ir)
+
+
+def _supports(binary: str, flag: str) -> bool:
+    return flag in subprocess.run([binary, "--help"], capture_output=True, text=True).stdout
+
+
+def _check_chip_spec(ir: str, target: Target, row: Row) -> None:
+    spec = dict(re.findall(r'dl_entry<"(\w+)", (\d+) : i32>', ir))
+    if int(spec.get("UB_SIZE", 0)) // 8 != row.ub_budget:
+        row.error = f"launcher assumes {row.ub_budget} B of UB, chip spec says " \
+                    f"{int(spec.get('UB_SIZE', 0)) // 8} B"
+    elif int(spec.get("VECTOR_CORE_COUNT", 0)) != target.vector_cores:
+        row.error = f"chip spec has {spec.get('VECTOR_CORE_COUNT')} vector cores, " \
+                    f"the sweep assumed {target.vector_cores}"
+
+
+_BITS = {"i1": 1, "i8": 8, "i16": 16, "f16": 16, "bf16": 16, "i32": 32, "f32": 32, "i64": 64,
+         "f64": 64}
+
+
+def planned_ub_bytes(hivm_ir: str) -> int:
+    """Highest UB byte the memory plan uses: bishengir's PlanMemory gives every UB buffer a
+    fixed byte offset, ``hivm.hir.pointer_cast(%offset) : memref<shape x type, ub>``."""
+    consts = dict(re.findall(r"(%c\w+) = arith\.constant (\d+) : i64", hivm_ir))
+    top = 0
+    for offsets, shape in re.findall(
+            r"hivm\.hir\.pointer_cast\(([^)]*)\)[^:\n]*: memref<([^,>]*)[^>]*address_space<ub>>",
+            hivm_ir):
+        *dims, elem = shape.split("x")
+        count = 1
+        for d in dims:
+            count *= int(d)
+        size = (count * _BITS[elem] + 7) // 8
+        for name in offsets.split(","):
+            top = max(top, int(consts[name.strip()]) + size)
+    return top
+
+
+# ---------------------------------------------------------------------------------------------
+# Driver side.
+
+def jobs(targets: list[Target], dtypes: list[str]) -> list[tuple]:
+    """(target, dtype, plan, kernel name) for every kernel of every plan the launcher can pick."""
+    out = []
+    for t in targets:
+        be = AscendBackend(t.arch)
+        for dtype_name in dtypes:
+            itemsize = DTYPES[dtype_name].primitive_bitwidth // 8
+            for p in launcher.reachable_plans(be, itemsize, t.vector_cores):
+                out += [(t, dtype_name, p, fn.__name__) for fn in kernels_of(p)]
+    return out
+
+
+def table(rows: list[Row]) -> str:
+    head = ("target", "dtype", "kernel", "BLOCK_MxN", "splits", "i64", "stage", "UB used",
+            "model", "budget", "ok")
+    lines = [head]
+    for r in rows:
+        p = r.plan
+        lines.append((r.target, r.dtype, r.kernel, f"{p.block_m}x{p.block_n}", str(p.n_splits),
+                      "y" if p.index_64 else "n", r.stage,
+                      "?" if r.ub_used is None else str(r.ub_used), str(r.ub_model),
+                      str(r.ub_budget), "ok" if r.ok else "FAIL " + r.error))
+    widths = [max(len(line[i]) for line in lines) for i in range(len(head) - 1)]
+    return "\n".join("  ".join(c.ljust(w) for c, w in zip(line, widths)) + "  " + line[-1]
+                     for line in lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--targets", default="A2,A5")
+    ap.add_argument("--dtypes", default="fp32,fp16,bf16")
+    ap.add_argument("-j", "--jobs", type=int, default=os.cpu_count() or 1)
+    args = ap.parse_args(argv)
+    targets = [TARGETS[n] for n in args.targets.split(",")]
+    todo = jobs(targets, args.dtypes.split(","))
+    print(f"triton {triton.__version__}: {len(todo)} kernels on {args.jobs} processes",
+          flush=True)
+    start = time.time()
+    with tempfile.TemporaryDirectory() as cache_root, \
+            concurrent.futures.ProcessPoolExecutor(args.jobs) as pool:
+        rows = list(pool.map(compile_one, *zip(*todo), [cache_root] * len(todo)))
+    print(table(rows))
+    bad = [r for r in rows if not r.ok]
+    print(f"{len(rows) - len(bad)} passed, {len(bad)} failed "
+          f"({time.time() - start:.0f} s; furthest stage reachable here: {REACHABLE})")
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
