@@ -11,16 +11,22 @@ through triton-ascend's own pipeline with ``triton.compile``:
    launcher passes (``multibuffer``), up to memory planning and the HIVM IR; it then calls the
    external ``hivmc`` of CANN, which is not on PyPI: that call failing is the expected end.
 
-Then the UB check: the same ``bishengir-compile`` command triton-ascend ran is run again with
-``--enable-tuning-mode`` (no silent retry without multi-buffering when the plan does not fit) and
-``--save-temps``; the UB the plan uses is read from bishengir's own report (A5:
+The UB check rides on that same bishengir run (triton-ascend's own command line, see
+``_compiler_dir``), with ``--enable-tuning-mode`` (no silent retry without multi-buffering when
+the plan does not fit) and ``--save-temps``; the UB the plan uses is read from bishengir's own
+report (A5:
 ``--enable-print-memory-allocated-size``) or from the planned buffer offsets in the HIVM IR (A2,
 whose bishengir has no such flag). It must fit the UB the launcher assumes (``ub_bytes(arch)``,
-also checked against the chip spec bishengir compiles for), and the launcher's estimate
-(``AscendBackend.tile_ub_bytes``) must not be below it.
+also checked against the chip spec bishengir compiles for); the launcher's estimate
+(``AscendBackend.tile_ub_bytes``) is printed beside it.
 
-Exits 1 when any kernel stops before ``bishengir``'s end or does not fit; prints a table.
-Usage: ``python scripts/compile_ascend.py [--targets A2,A5] [--dtypes fp32,fp16,bf16] [-j N]``.
+4. ``--cpu-run``: plans also run on the CPU from the same ``.ttadapter`` IR, lowered with
+   LLVM/MLIR 19 (``scripts/ascend_cpu.py``), against ``torch.softmax`` in float64.
+
+Exits 1 when any kernel stops before ``bishengir``'s end, does not fit, or computes a wrong
+softmax on the CPU; prints a table.
+Usage: ``python scripts/compile_ascend.py [--targets A2,A5] [--dtypes fp32,fp16,bf16] [-j N]
+[--cpu-run none|some|all]``.
 """
 
 from __future__ import annotations
@@ -86,6 +92,7 @@ class Row:
     ub_model: int = 0  # the launcher's estimate
     ub_budget: int = 0  # the UB the launcher assumes for the arch
     multibuffer: bool = True
+    cpu_error: float | None = None  # max |y - softmax(x)| of the CPU run, when one ran
     error: str = ""
     seconds: float = 0.0
 
@@ -150,22 +157,61 @@ def _setup_worker(cache_root: str) -> None:
 
 
 def _compiler_dir(t: Target, cache_root: str) -> str:
-    # triton-ascend runs whatever `bishengir-compile` is first on PATH; for A5 that is the -a5
-    # build, linked under the plain name.
-    if t.compiler == "bishengir-compile":
-        return str(_BIN)
-    link_dir = Path(cache_root) / f"bin-{t.name}"
-    link_dir.mkdir(exist_ok=True)
-    link = link_dir / "bishengir-compile"
-    if not link.exists():
-        link.symlink_to(_BIN / t.compiler)
-    return str(link_dir)
+    """A folder whose ``bishengir-compile`` runs the target's bishengir from the ascendnpu-ir
+    wheel with triton-ascend's arguments unchanged, plus: ``--enable-tuning-mode`` (a memory
+    plan that does not fit is an error, instead of a silent retry without multi-buffering),
+    ``--save-temps`` (the HIVM IR, with the planned UB offsets) and, where the build has it,
+    ``--enable-print-memory-allocated-size``. triton-ascend runs whatever ``bishengir-compile``
+    is first on PATH."""
+    folder = Path(cache_root) / f"bin-{t.name}"
+    wrapper = folder / "bishengir-compile"
+    if not wrapper.exists():
+        folder.mkdir(exist_ok=True)
+        real = _BIN / t.compiler
+        extra = "--enable-tuning-mode --save-temps=\"$NPU_SOFTMAX_TEMPS\""
+        if _supports(str(real), "--enable-print-memory-allocated-size"):
+            extra += " --enable-print-memory-allocated-size"
+        # triton-ascend reads --help to pick flags: pass it through untouched.
+        wrapper.write_text(
+            "#!/bin/sh\n"
+            f'case " $* " in *" --help "*) exec "{real}" "$@";; esac\n'
+            f'exec "{real}" "$@" {extra} > "$NPU_SOFTMAX_TEMPS/stdout.txt"\n')
+        wrapper.chmod(0o755)
+    return str(folder)
+
+
+def compile_plan(t: Target, dtype_name: str, p: launcher.Plan, cache_root: str,
+                 cpu_root: str | None) -> list[Row]:
+    """Every kernel of plan ``p``; then, with ``cpu_root`` (LLVM/MLIR 19) and when all reached
+    bishengir's end, the plan run on the CPU from the same linalg IR."""
+    rows, adapters = [], []
+    for fn in kernels_of(p):
+        row, adapter = compile_one(t, dtype_name, p, fn.__name__, cache_root)
+        rows.append(row)
+        adapters.append((fn.__name__, specialise(fn, p, dtype_name)[0], adapter))
+    if cpu_root and all(r.ok for r in rows):
+        import ascend_cpu
+        from triton.backends import backends
+
+        tc = ascend_cpu.Toolchain(cpu_root)
+        try:
+            err = ascend_cpu.check_plan(p, dtype_name, adapters, tc,
+                                        backends["ascend"].compiler.add_stages.__globals__)
+        except (subprocess.CalledProcessError, OSError) as e:
+            for r in rows:
+                r.error = f"CPU run: {_first_error(str(getattr(e, 'stderr', '') or e))}"
+            return rows
+        for r in rows:
+            r.cpu_error = err
+            if not err <= ascend_cpu.TOLERANCE[dtype_name]:
+                r.error = f"CPU run differs from torch by {err:.3g}"
+    return rows
 
 
 def compile_one(t: Target, dtype_name: str, p: launcher.Plan, fn_name: str,
-                cache_root: str) -> Row:
-    """Run one kernel through triton-ascend and bishengir; measure its UB plan."""
-    from triton.backends import backends
+                cache_root: str) -> tuple[Row, str]:
+    """Run one kernel through triton-ascend and bishengir; measure its UB plan. Returns the row
+    and the kernel's ``.ttadapter`` text ("" when it stopped before)."""
     from triton.backends.compiler import GPUTarget
     from triton.compiler.errors import MLIRCompilationError
 
@@ -175,13 +221,16 @@ def compile_one(t: Target, dtype_name: str, p: launcher.Plan, fn_name: str,
     be = AscendBackend(t.arch)
     fn = getattr(K, fn_name)
     row = Row(t.name, dtype_name, fn_name.removeprefix("softmax_").removesuffix("_kernel"), p,
-              ub_model=be.tile_ub_bytes(p.block_m * p.block_n), ub_budget=ub_bytes(t.arch))
+              ub_model=be.tile_ub_bytes(p.block_m, p.block_n), ub_budget=ub_bytes(t.arch))
     options = {**be.options(p.block_m * p.block_n), **dict(t.options)}
     row.multibuffer = bool(options.get("multibuffer"))
     os.environ["NPU_SOFTMAX_ARCH"] = t.arch
     os.environ["PATH"] = _compiler_dir(t, cache_root) + os.pathsep + os.environ["PATH"]
     signature, constants, aligned = specialise(fn, p, dtype_name)
     src = _compat.ast_source(fn, signature, constants, aligned)
+    adapter = ""
+    temps = Path(tempfile.mkdtemp(dir=cache_root))
+    os.environ["NPU_SOFTMAX_TEMPS"] = str(temps)
     try:
         triton.compile(src, target=GPUTarget("npu", t.arch, 0), options=options)
         row.stage = "npubin"
@@ -190,21 +239,24 @@ def compile_one(t: Target, dtype_name: str, p: launcher.Plan, fn_name: str,
         cache = re.search(r"compiled kernel cache is in (\S+)", text)
         done = {f.suffix.lstrip(".") for f in Path(cache.group(1)).iterdir()} if cache else set()
         row.stage = "ttadapter" if "ttadapter" in done else "ttir" if "ttir" in done else "-"
+        if row.stage == "ttadapter":
+            adapter = (Path(cache.group(1)) / f"{fn_name}.ttadapter").read_text()
         # bishengir ran its whole pipeline when its only diagnostic is the missing hivmc.
         errors = [line for line in text.splitlines()
                   if ": error: " in line and "External hivmc run fails" not in line]
-        if row.stage == "ttadapter" and "hivmc" in text and not errors:
+        over = re.search(r"ub overflow, requires (\d+) bits", text)
+        if over:
+            row.ub_used = int(over.group(1)) // 8
+            row.error = f"UB overflow (multibuffer={row.multibuffer})"
+        elif row.stage == "ttadapter" and "hivmc" in text and not errors:
             row.stage = REACHABLE
-            command = getattr(e.__context__, "cmd", None)
-            adapter = Path(cache.group(1)) / f"{fn_name}.ttadapter"
-            _measure_ub(row, command, adapter.read_text(), t,
-                        backends["ascend"].compiler.add_stages.__globals__)
+            _read_ub(row, temps, t)
         else:
             row.error = _first_error(text)
     except Exception as e:  # a frontend error: the kernel does not lower at all
         row.error = f"{type(e).__name__}: {_first_error(str(e))}"
     row.seconds = time.time() - start
-    return row
+    return row, adapter
 
 
 def _first_error(text: str) -> str:
@@ -214,38 +266,18 @@ def _first_error(text: str) -> str:
     return text.strip().splitlines()[-1][:160] if text.strip() else "unknown error"
 
 
-def _measure_ub(row: Row, command: list[str] | None, adapter: str, target: Target,
-                stage_globals: dict) -> None:
-    """Re-run triton-ascend's bishengir command with tuning mode (a plan that does not fit is an
-    error, not a silent retry without multi-buffering) and read how much UB the plan uses."""
-    if not command:
-        row.error = "no bishengir command to re-run"
+def _read_ub(row: Row, temps: Path, target: Target) -> None:
+    """UB the memory plan uses: bishengir's own figure where it prints one (A5), else the
+    highest planned buffer end in the HIVM IR it saved (A2)."""
+    hivm = temps / "module.hivm.opt.mlir"
+    if not hivm.exists():
+        row.error = "bishengir saved no HIVM IR"
         return
-    # The npubin stage strips mix_mode from the linalg text before calling bishengir; same here.
-    linalg, _ = stage_globals["_parse_linalg_metadata"](adapter, {})
-    with tempfile.TemporaryDirectory() as tmp:
-        src = Path(tmp) / "kernel.ttadapter.mlir"
-        src.write_text(linalg)
-        args = command[2:command.index("-o")]
-        extra = ["--enable-tuning-mode", f"--save-temps={tmp}"]
-        if _supports(command[0], "--enable-print-memory-allocated-size"):
-            extra.append("--enable-print-memory-allocated-size")
-        run = subprocess.run([command[0], str(src), *args, *extra, "-o", f"{tmp}/kernel"],
-                             capture_output=True, text=True)
-        out = run.stdout + run.stderr
-        over = re.search(r"ub overflow, requires (\d+) bits while (\d+) bits available", out)
-        if over:
-            row.ub_used = int(over.group(1)) // 8
-            row.error = f"UB overflow with multibuffer={row.multibuffer}"
-            return
-        hivm = Path(tmp) / "module.hivm.opt.mlir"
-        if not hivm.exists():
-            row.error = _first_error(out)
-            return
-        ir = hivm.read_text()
-        _check_chip_spec(ir, target, row)
-        printed = re.search(r"Allocated UB size = (\d+) bits", out)
-        row.ub_used = int(printed.group(1)) // 8 if printed else planned_ub_bytes(ir)
+    ir = hivm.read_text()
+    _check_chip_spec(ir, target, row)
+    out = (temps / "stdout.txt").read_text() if (temps / "stdout.txt").exists() else ""
+    printed = re.search(r"Allocated UB size = (\d+) bits", out)
+    row.ub_used = int(printed.group(1)) // 8 if printed else planned_ub_bytes(ir)
 
 
 def _supports(binary: str, flag: str) -> bool:
@@ -287,28 +319,39 @@ def planned_ub_bytes(hivm_ir: str) -> int:
 # ---------------------------------------------------------------------------------------------
 # Driver side.
 
-def jobs(targets: list[Target], dtypes: list[str]) -> list[tuple]:
-    """(target, dtype, plan, kernel name) for every kernel of every plan the launcher can pick."""
+def _size(p: launcher.Plan) -> tuple[int, int, int]:
+    return p.block_m * p.block_n, p.n_splits, p.block_m
+
+
+def jobs(targets: list[Target], dtypes: list[str], cpu: str) -> list[tuple]:
+    """(target, dtype, plan, run on CPU?) for every plan the launcher can pick. ``cpu``: "all",
+    "none", or "some": per variant and index width the smallest and largest tile or split."""
     out = []
     for t in targets:
         be = AscendBackend(t.arch)
         for dtype_name in dtypes:
             itemsize = DTYPES[dtype_name].primitive_bitwidth // 8
-            for p in launcher.reachable_plans(be, itemsize, t.vector_cores):
-                out += [(t, dtype_name, p, fn.__name__) for fn in kernels_of(p)]
+            plans = launcher.reachable_plans(be, itemsize, t.vector_cores)
+            sample = set()
+            for kind in {(p.variant, p.index_64) for p in plans}:
+                group = [p for p in plans if (p.variant, p.index_64) == kind]
+                sample |= {min(group, key=_size), max(group, key=_size)}
+            out += [(t, dtype_name, p, cpu == "all" or (cpu == "some" and p in sample))
+                    for p in plans]
     return out
 
 
 def table(rows: list[Row]) -> str:
     head = ("target", "dtype", "kernel", "BLOCK_MxN", "splits", "i64", "stage", "UB used",
-            "model", "budget", "ok")
+            "model", "budget", "cpu |err|", "ok")
     lines = [head]
     for r in rows:
         p = r.plan
         lines.append((r.target, r.dtype, r.kernel, f"{p.block_m}x{p.block_n}", str(p.n_splits),
                       "y" if p.index_64 else "n", r.stage,
                       "?" if r.ub_used is None else str(r.ub_used), str(r.ub_model),
-                      str(r.ub_budget), "ok" if r.ok else "FAIL " + r.error))
+                      str(r.ub_budget), "-" if r.cpu_error is None else f"{r.cpu_error:.1e}",
+                      "ok" if r.ok else "FAIL " + r.error))
     widths = [max(len(line[i]) for line in lines) for i in range(len(head) - 1)]
     return "\n".join("  ".join(c.ljust(w) for c, w in zip(line, widths)) + "  " + line[-1]
                      for line in lines)
@@ -316,18 +359,35 @@ def table(rows: list[Row]) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--targets", default="A2,A5")
+    ap.add_argument("--targets", default="A2,A5", help="comma-separated: A2, A5")
     ap.add_argument("--dtypes", default="fp32,fp16,bf16")
     ap.add_argument("-j", "--jobs", type=int, default=os.cpu_count() or 1)
+    ap.add_argument("--cpu-run", choices=("none", "some", "all"), default="some",
+                    help="which plans also run on the CPU from their linalg IR")
+    ap.add_argument("--llvm19", default=str(Path(__file__).parents[1] / ".ci-cache" / "llvm19"),
+                    help="Debian LLVM/MLIR 19 packages unpacked with dpkg -x (for --cpu-run)")
     args = ap.parse_args(argv)
     targets = [TARGETS[n] for n in args.targets.split(",")]
-    todo = jobs(targets, args.dtypes.split(","))
-    print(f"triton {triton.__version__}: {len(todo)} kernels on {args.jobs} processes",
+    cpu_root = None
+    if args.cpu_run != "none":
+        sys.path.insert(0, str(Path(__file__).parent))
+        import ascend_cpu
+
+        if not ascend_cpu.Toolchain(args.llvm19).available():
+            print(f"no LLVM/MLIR 19 tools under {args.llvm19}: see scripts/ascend_cpu.py",
+                  file=sys.stderr)
+            return 2
+        cpu_root = args.llvm19
+    todo = jobs(targets, args.dtypes.split(","), args.cpu_run)
+    print(f"triton {triton.__version__}: {len(todo)} plans, "
+          f"{sum(run for *_, run in todo)} of them also run on the CPU, {args.jobs} processes",
           flush=True)
     start = time.time()
     with tempfile.TemporaryDirectory() as cache_root, \
             concurrent.futures.ProcessPoolExecutor(args.jobs) as pool:
-        rows = list(pool.map(compile_one, *zip(*todo), [cache_root] * len(todo)))
+        futures = [pool.submit(compile_plan, t, d, p, cache_root, cpu_root if run else None)
+                   for t, d, p, run in todo]
+        rows = [row for f in futures for row in f.result()]
     print(table(rows))
     bad = [r for r in rows if not r.ok]
     print(f"{len(rows) - len(bad)} passed, {len(bad)} failed "

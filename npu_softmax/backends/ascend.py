@@ -13,15 +13,26 @@ from typing import Any
 from .. import _compat
 from .base import Backend
 
-#: Unified buffer per vector core, bytes, by chip family (prefix of the arch name).
+#: Unified buffer per vector core, bytes, by chip family (prefix of the arch name), as the chip
+#: specs of bishengir-compile 1.2 give it (``UB_SIZE``; checked by scripts/compile_ascend.py).
+#: A5 (Ascend 950, which triton-ascend and bishengir call ``Ascend910_95xx``/``Ascend950*``) has
+#: 256 KiB, of which 248 KiB are left to a kernel.
 UB_BYTES = {
     "Ascend910B": 192 * 1024,
     "Ascend910_93": 192 * 1024,
+    "Ascend910_95": 248 * 1024,
+    "Ascend950": 248 * 1024,
 }
 #: Used for an arch not in the table: the smallest UB of the chips above.
 DEFAULT_UB_BYTES = 192 * 1024
-#: Live fp32 copies of a tile inside a kernel (loaded row, exp, scaled result).
+#: Live fp32 copies of a tile inside a kernel (loaded row, exp, scaled result). Calibrated with
+#: bishengir's memory plans (scripts/compile_ascend.py): the largest tiles this allows (8192
+#: elements) plan at most 24 bytes per element with multi-buffering, 2 x 3 x 4.
 TILE_COPIES = 3
+#: UB is allocated in 32-byte blocks, and bishengir's plan gives each row of a 2-d tile of short
+#: rows two blocks per copy: a 512 x 2 fp32 tile plans 189 KB, about 370 bytes a row. So a row
+#: counts as at least 64 bytes per copy; without that, a 4096 x 2 tile needs 672 KB of UB.
+MIN_ROW_BYTES = 64
 #: triton-ascend rejects a grid larger than this.
 MAX_GRID = 65535
 
@@ -53,10 +64,16 @@ class AscendBackend(Backend):
         elems = self.tile_budget_bytes() // (TILE_COPIES * 4)
         return 1 << (elems.bit_length() - 1)
 
-    def tile_ub_bytes(self, block_elems: int) -> int:
-        """UB bytes a kernel whose tile (or chunk) has ``block_elems`` elements uses, by this
-        model; ``scripts/compile_ascend.py`` checks it against bishengir's memory plan."""
-        return block_elems * TILE_COPIES * 4 * (2 if self.multibuffer else 1)
+    def rows_per_block(self, block_n: int, n_rows: int, n_cores: int, itemsize: int) -> int:
+        # Short rows take MIN_ROW_BYTES of each copy, not 4 * block_n.
+        row_elems = max(block_n, MIN_ROW_BYTES // 4)
+        return super().rows_per_block(row_elems, n_rows, n_cores, itemsize)
+
+    def tile_ub_bytes(self, block_m: int, block_n: int) -> int:
+        """UB bytes a ``block_m x block_n`` tile (or chunk) takes by this model; reported by
+        ``scripts/compile_ascend.py`` next to bishengir's memory plan."""
+        row_bytes = max(4 * block_n, MIN_ROW_BYTES)
+        return block_m * row_bytes * TILE_COPIES * (2 if self.multibuffer else 1)
 
     def core_count(self, device_index: int) -> int:
         return _compat.device_properties(device_index)["num_vectorcore"]

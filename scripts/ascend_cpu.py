@@ -1,0 +1,129 @@
+"""Run Ascend-lowered softmax kernels on the CPU and compare them with torch in float64.
+
+The input is the linalg IR triton-ascend hands to bishengir for an NPU (``.ttadapter``), so what
+runs is the NPU compile path up to that point, not Triton's interpreter. It is lowered with
+triton-ascend's own CPU-target pass list (``linalg_to_llir``) by Debian's LLVM/MLIR 19 tools
+(``apt-get download mlir-19-tools libmlir-19 llvm-19 libllvm19`` unpacked with ``dpkg -x``), after
+one extra pass the NPU form needs (``--convert-elementwise-to-linalg``: the NPU path keeps
+elementwise ops on tensors for bishengir), then ``llc`` and ``cc`` make a shared object. Each
+program of a persistent grid is one call, with the kernel's arguments followed by triton-ascend's
+grid arguments (``num_programs`` then ``program_id``, x/y/z).
+
+What this does not cover: bishengir's HIVM lowering and hivmc (the NPU code itself), UB
+buffering, and the NPU's own float arithmetic.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import subprocess
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import torch
+import triton
+
+TORCH_DTYPE = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}
+#: Largest |y - softmax(x)| allowed, per output dtype: a few ulps of the output near 1, and for
+#: fp32 the rounding of ``x - max`` (|x| reaches ~20 here, so ~20 * 2**-24 in the exponent).
+TOLERANCE = {"fp32": 1e-5, "fp16": 2e-3, "bf16": 1.6e-2}
+#: Programs of the persistent grid (each program loops over several work items).
+PROGRAMS = 3
+
+
+class Toolchain:
+    """Debian's LLVM/MLIR 19 unpacked under ``root`` (the folder holding ``usr/``)."""
+
+    def __init__(self, root: str | os.PathLike) -> None:
+        self.root = Path(root)
+        self.llvm = self.root / "usr/lib/llvm-19"
+        self.libs = [self.llvm / "lib", self.root / "usr/lib/x86_64-linux-gnu"]
+
+    def available(self) -> bool:
+        return all((self.llvm / "bin" / tool).exists() for tool in ("mlir-opt", "llc"))
+
+    def env(self) -> dict[str, str]:
+        paths = [str(p) for p in self.libs] + [os.environ.get("LD_LIBRARY_PATH", "")]
+        return {**os.environ, "LD_LIBRARY_PATH": os.pathsep.join(p for p in paths if p),
+                "MLIR_ROOT": str(self.llvm)}
+
+    def load_runtime(self) -> None:
+        # memrefCopy lives in MLIR's C runner utils, which need libLLVM: load both globally.
+        for lib in ("usr/lib/x86_64-linux-gnu/libLLVM.so.19.1",
+                    "usr/lib/llvm-19/lib/libmlir_c_runner_utils.so.19.1"):
+            ctypes.CDLL(str(self.root / lib), mode=ctypes.RTLD_GLOBAL)
+
+
+def build(adapter: str, fn_name: str, tc: Toolchain, stage_globals: dict, work: Path) -> Any:
+    """Lower one kernel's ``.ttadapter`` text to a loaded CPU function."""
+    src, ew = work / f"{fn_name}.mlir", work / f"{fn_name}.ew.mlir"
+    src.write_text(adapter)
+    env = tc.env()
+    subprocess.run([str(tc.llvm / "bin/mlir-opt"), str(src), "--convert-elementwise-to-linalg",
+                    "-o", str(ew)], check=True, capture_output=True, env=env)
+
+    class _Options:
+        debug = False
+
+    saved = {k: os.environ.get(k) for k in ("MLIR_ROOT", "LD_LIBRARY_PATH")}
+    os.environ.update({k: env[k] for k in saved})
+    try:
+        llir = stage_globals["linalg_to_llir"](ew.read_text(), {}, _Options())
+    finally:
+        for k, v in saved.items():
+            os.environ.pop(k) if v is None else os.environ.__setitem__(k, v)
+    ll, obj, so = (work / f"{fn_name}{ext}" for ext in (".ll", ".o", ".so"))
+    ll.write_text(llir)
+    subprocess.run([str(tc.llvm / "bin/llc"), "-O2", "-relocation-model=pic", "-filetype=obj",
+                    str(ll), "-o", str(obj)], check=True, capture_output=True, env=env)
+    subprocess.run(["cc", "-shared", str(obj), "-o", str(so), "-lm"], check=True,
+                   capture_output=True)
+    return getattr(ctypes.CDLL(str(so)), fn_name)
+
+
+def _memref(t: torch.Tensor) -> list[Any]:
+    # A rank-1 memref<?xT> as LLVM passes it: allocated and aligned pointers, offset, size, stride.
+    p = ctypes.c_void_p(t.data_ptr())
+    return [p, p, ctypes.c_int64(0), ctypes.c_int64(t.numel()), ctypes.c_int64(1)]
+
+
+def _call(fn: Any, signature: dict[str, str], values: dict[str, Any], n_items: int) -> None:
+    scratch = torch.zeros(64, dtype=torch.int8)  # sync-block lock and workspace (unused here)
+    args = _memref(scratch) + _memref(scratch)
+    for name, ty in signature.items():
+        args += _memref(values[name]) if ty.startswith("*") else [ctypes.c_int32(values[name])]
+    grid = max(1, min(PROGRAMS, n_items))
+    for pid in range(grid):
+        fn(*args, *(ctypes.c_int32(v) for v in (grid, 1, 1, pid, 0, 0)))
+
+
+def check_plan(plan: Any, dtype_name: str, kernels: list[tuple[str, dict, str]],
+               tc: Toolchain, stage_globals: dict) -> float:
+    """Run the kernels of ``plan`` (``(name, signature, ttadapter)`` each, in launch order) on a
+    shape that exercises it; return max |y - softmax(x)| against torch in float64."""
+    bm, bn, splits = plan.block_m, plan.block_n, plan.n_splits
+    if plan.variant == "tile":  # partial last row block, rows shorter than the block
+        n_rows, n_cols, items = 2 * bm + 1, max(1, bn - bn // 4), triton.cdiv(2 * bm + 1, bm)
+    elif plan.variant == "online":  # two and a half chunks per row
+        n_rows, n_cols, items = 3, 2 * bn + bn // 2 + 3, 3
+    else:  # every split range holds data, the last one partly
+        n_rows, n_cols, items = 2, splits * bn - bn // 2, 2 * splits
+    x = (torch.randn(n_rows, n_cols) * 4).to(TORCH_DTYPE[dtype_name])
+    y = torch.full_like(x, float("nan"))
+    part_max = torch.empty(n_rows, splits)
+    part_sum = torch.empty(n_rows, splits)
+    values = {"y_ptr": y, "x_ptr": x, "max_ptr": part_max, "sum_ptr": part_sum,
+              "n_rows": n_rows, "n_cols": n_cols, "n_inner": 1,
+              "x_outer_stride": n_cols, "x_inner_stride": 0,
+              "y_outer_stride": n_cols, "y_inner_stride": 0,
+              # as launcher._launch_split: each split's columns, a whole number of chunks
+              "split_cols": triton.cdiv(triton.cdiv(n_cols, splits), bn) * bn}
+    tc.load_runtime()
+    with tempfile.TemporaryDirectory() as tmp:
+        for name, signature, adapter in kernels:
+            fn = build(adapter, name, tc, stage_globals, Path(tmp))
+            _call(fn, signature, values, items)
+    ref = torch.softmax(x.double(), -1)
+    return (y.double() - ref).abs().max().item()
