@@ -59,8 +59,8 @@ def ast_source(fn: Any, signature: dict[str, str], constexprs: dict[str, Any],
 
     ``signature`` maps each runtime argument name to its Triton type (``"*fp16"``, ``"i32"``);
     ``constexprs`` maps the other names to values (``tl.constexpr`` parameters, and arguments the
-    JIT specialises, such as a stride of 1); ``aligned`` names pointer arguments known to be
-    16-byte aligned (as torch allocations are).
+    JIT specialises, such as a stride of 1); ``aligned`` names arguments known to be divisible
+    by 16 (a pointer's address, an integer's value), as the JIT marks them.
 
     triton-ascend 3.2 (and upstream before 3.3) take ``constants`` keyed by name, runtime
     arguments only in the signature, and an ``AttrsDescriptor``; upstream 3.3+ takes

@@ -97,6 +97,7 @@ def plan(layout: RowLayout, itemsize: int, n_cores: int, be: Backend,
 
     ``variant`` forces a variant (tests use it to run each one on small shapes).
     """
+    be = be.for_layout(layout)
     n_rows, n_cols = layout.n_rows, layout.n_cols
     full_block = triton.next_power_of_2(n_cols)
     fits = full_block <= be.tile_elems(itemsize)
@@ -202,9 +203,10 @@ def _device_guard(device: torch.device) -> Any:
     return module.device(device.index)
 
 
-def reachable_plans(be: Backend, itemsize: int, n_cores: int) -> list[Plan]:
+def reachable_plans(be: Backend, itemsize: int, n_cores: int, col_stride: int = 1) -> list[Plan]:
     """Every distinct ``Plan`` that ``plan()`` can choose on ``be`` for ``itemsize``-byte elements
-    on a device of ``n_cores`` cores, sorted; for ahead-of-time compile checks.
+    on a device of ``n_cores`` cores, for rows whose elements lie ``col_stride`` apart (1: softmax
+    over the last dim; more: over an inner dim), sorted; for ahead-of-time compile checks.
 
     ``plan()`` itself is run over a sweep of contiguous (n_rows, n_cols) shapes that reaches each
     of its branches: row lengths at and just past every power of two (every ``block_n``), row
@@ -220,7 +222,10 @@ def reachable_plans(be: Backend, itemsize: int, n_cores: int) -> list[Plan]:
     found = set()
     for n_cols in col_counts:
         for n_rows in sorted(row_counts):
-            layout = RowLayout(n_rows, n_cols, 1, (n_cols, 0, 1), (n_cols, 0, 1))
+            # Rows of a contiguous (n_rows // col_stride, n_cols, col_stride) tensor.
+            strides = (n_cols * col_stride, 1, col_stride) if col_stride > 1 else (n_cols, 0, 1)
+            inner = min(col_stride, n_rows)
+            layout = RowLayout(n_rows, n_cols, inner, strides, strides)
             p = plan(layout, itemsize, n_cores, be)
             for wide in (False, True):
                 found.add(dataclasses.replace(p, index_64=wide))

@@ -25,12 +25,16 @@ from typing import Any
 import torch
 import triton
 
+from npu_softmax.layout import row_layout
+
 TORCH_DTYPE = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}
 #: Largest |y - softmax(x)| allowed, per output dtype: a few ulps of the output near 1, and for
 #: fp32 the rounding of ``x - max`` (|x| reaches ~20 here, so ~20 * 2**-24 in the exponent).
 TOLERANCE = {"fp32": 1e-5, "fp16": 2e-3, "bf16": 1.6e-2}
 #: Programs of the persistent grid (each program loops over several work items).
 PROGRAMS = 3
+#: Length of the dims after the normalised one in the "inner" layout.
+INNER = 16
 
 
 class Toolchain:
@@ -89,41 +93,75 @@ def _memref(t: torch.Tensor) -> list[Any]:
     return [p, p, ctypes.c_int64(0), ctypes.c_int64(t.numel()), ctypes.c_int64(1)]
 
 
-def _call(fn: Any, signature: dict[str, str], values: dict[str, Any], n_items: int) -> None:
+def example(plan: Any, dtype_name: str, layout: str) -> tuple[torch.Tensor, int]:
+    """An input for ``plan`` and the dim to normalise: ``layout`` "last" is the last dim of a
+    contiguous 2-d tensor, "inner" the middle dim of a contiguous ``(n, n_cols, INNER)`` one
+    (rows interleaved). Rows are a multiple of 16 elements long where the plan allows, as the
+    power-of-two sizes of most models are, yet shorter than the block or not a whole number of
+    chunks, and the row count leaves the last row block partly filled."""
+    bm, bn, splits = plan.block_m, plan.block_n, plan.n_splits
+    if plan.variant == "tile":
+        n_rows, n_cols = 2 * bm + 1, bn - 16 if bn >= 32 else bn
+    elif plan.variant == "online":
+        n_rows, n_cols = 3, 2 * bn + bn // 2 + 16
+    else:
+        n_rows, n_cols = 2, splits * bn - bn // 2 + 16
+    shape = (n_rows, n_cols) if layout == "last" else (triton.cdiv(n_rows, INNER), n_cols, INNER)
+    x = (torch.randn(shape) * 4).to(TORCH_DTYPE[dtype_name])
+    return x, (1 if layout == "inner" else -1)
+
+
+def launch_values(plan: Any, x: torch.Tensor, y: torch.Tensor, dim: int) -> dict[str, Any]:
+    """The arguments ``launcher.launch_softmax`` passes the kernels of ``plan`` for softmax over
+    ``dim`` of ``x`` into ``y``, by parameter name (the row layout from the package's own
+    ``row_layout``)."""
+    rows = row_layout(x.shape, dim % x.dim(), x.stride(), y.stride())
+    splits = plan.n_splits
+    return {"y_ptr": y, "x_ptr": x, "n_rows": rows.n_rows, "n_cols": rows.n_cols,
+            "n_inner": rows.n_inner,
+            **dict(zip(("x_outer_stride", "x_inner_stride", "x_col_stride"), rows.x_strides)),
+            **dict(zip(("y_outer_stride", "y_inner_stride", "y_col_stride"), rows.y_strides)),
+            "max_ptr": torch.empty(rows.n_rows, splits),
+            "sum_ptr": torch.empty(rows.n_rows, splits),
+            # as launcher._launch_split: each split's columns, a whole number of chunks
+            "split_cols": triton.cdiv(triton.cdiv(rows.n_cols, splits), plan.block_n)
+            * plan.block_n,
+            "BLOCK_M": plan.block_m, "BLOCK_N": plan.block_n, "INDEX_64": plan.index_64,
+            "N_SPLITS": splits}
+
+
+def work_items(plan: Any, n_rows: int) -> int:
+    """Work items of the kernels of ``plan`` (the persistent loop's trip count, all programs)."""
+    if plan.variant == "tile":
+        return triton.cdiv(n_rows, plan.block_m)
+    return n_rows * plan.n_splits
+
+
+def _call(fn: Any, arg_names: list[str], values: dict[str, Any], n_items: int) -> None:
     scratch = torch.zeros(64, dtype=torch.int8)  # sync-block lock and workspace (unused here)
     args = _memref(scratch) + _memref(scratch)
-    for name, ty in signature.items():
-        args += _memref(values[name]) if ty.startswith("*") else [ctypes.c_int32(values[name])]
+    for name in arg_names:
+        v = values[name]
+        args += _memref(v) if isinstance(v, torch.Tensor) else [ctypes.c_int32(v)]
     grid = max(1, min(PROGRAMS, n_items))
     for pid in range(grid):
         fn(*args, *(ctypes.c_int32(v) for v in (grid, 1, 1, pid, 0, 0)))
 
 
-def check_plan(plan: Any, dtype_name: str, kernels: list[tuple[str, dict, str]],
-               tc: Toolchain, stage_globals: dict) -> float:
-    """Run the kernels of ``plan`` (``(name, signature, ttadapter)`` each, in launch order) on a
-    shape that exercises it; return max |y - softmax(x)| against torch in float64."""
-    bm, bn, splits = plan.block_m, plan.block_n, plan.n_splits
-    if plan.variant == "tile":  # partial last row block, rows shorter than the block
-        n_rows, n_cols, items = 2 * bm + 1, max(1, bn - bn // 4), triton.cdiv(2 * bm + 1, bm)
-    elif plan.variant == "online":  # two and a half chunks per row
-        n_rows, n_cols, items = 3, 2 * bn + bn // 2 + 3, 3
-    else:  # every split range holds data, the last one partly
-        n_rows, n_cols, items = 2, splits * bn - bn // 2, 2 * splits
-    x = (torch.randn(n_rows, n_cols) * 4).to(TORCH_DTYPE[dtype_name])
+def check_plan(plan: Any, dtype_name: str, layout: str,
+               kernels: list[tuple[str, list[str], str]], tc: Toolchain,
+               stage_globals: dict) -> float:
+    """Run the kernels of ``plan`` (``(name, runtime argument names, ttadapter)`` each, in
+    launch order), compiled for ``example(plan, dtype_name, layout)``, on that input; return
+    max |y - softmax(x)| against torch in float64."""
+    x, dim = example(plan, dtype_name, layout)
     y = torch.full_like(x, float("nan"))
-    part_max = torch.empty(n_rows, splits)
-    part_sum = torch.empty(n_rows, splits)
-    values = {"y_ptr": y, "x_ptr": x, "max_ptr": part_max, "sum_ptr": part_sum,
-              "n_rows": n_rows, "n_cols": n_cols, "n_inner": 1,
-              "x_outer_stride": n_cols, "x_inner_stride": 0,
-              "y_outer_stride": n_cols, "y_inner_stride": 0,
-              # as launcher._launch_split: each split's columns, a whole number of chunks
-              "split_cols": triton.cdiv(triton.cdiv(n_cols, splits), bn) * bn}
+    values = launch_values(plan, x, y, dim)
+    items = work_items(plan, values["n_rows"])
     tc.load_runtime()
     with tempfile.TemporaryDirectory() as tmp:
-        for name, signature, adapter in kernels:
+        for name, arg_names, adapter in kernels:
             fn = build(adapter, name, tc, stage_globals, Path(tmp))
-            _call(fn, signature, values, items)
-    ref = torch.softmax(x.double(), -1)
+            _call(fn, arg_names, values, items)
+    ref = torch.softmax(x.double(), dim)
     return (y.double() - ref).abs().max().item()

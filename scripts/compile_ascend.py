@@ -43,6 +43,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import torch
 import triton
 import triton.language as tl
 
@@ -50,6 +51,10 @@ from npu_softmax import _compat, launcher
 from npu_softmax import kernels as K
 from npu_softmax.backends import AscendBackend
 from npu_softmax.backends.ascend import ub_bytes
+from npu_softmax.layout import row_layout
+
+sys.path.insert(0, str(Path(__file__).parent))
+import ascend_cpu  # noqa: E402  (the sibling module, from scripts/)
 
 #: Stages in order; "npubin" needs CANN's hivmc and is never reached here.
 STAGES = ("ttir", "ttadapter", "bishengir", "npubin")
@@ -75,8 +80,6 @@ TARGETS = {
                  (("compile_on_910_95", True),)),
 }
 DTYPES = {"fp32": tl.float32, "fp16": tl.float16, "bf16": tl.bfloat16}
-#: Triton type of the accumulator pointers of the split kernels (float32 for these dtypes).
-ACC_PTR = "*fp32"
 
 
 @dataclasses.dataclass
@@ -85,6 +88,7 @@ class Row:
 
     target: str
     dtype: str
+    layout: str  # "last" or "inner": the input the kernel was specialised for
     kernel: str
     plan: launcher.Plan
     stage: str = "-"
@@ -111,23 +115,32 @@ def kernels_of(p: launcher.Plan) -> list[Any]:
     return [K.softmax_split_stats_kernel, K.softmax_split_norm_kernel]
 
 
-def specialise(fn: Any, p: launcher.Plan, dtype_name: str) -> tuple[dict, dict, list]:
-    """Signature, constants and aligned pointers of ``fn`` as the JIT sees a launch of plan ``p``
-    on contiguous rows (softmax over the last dim): column strides are 1, so the JIT folds them
-    in as constants; row counts and lengths are never specialised (``do_not_specialize``)."""
-    values = {"BLOCK_M": p.block_m, "BLOCK_N": p.block_n, "INDEX_64": p.index_64,
-              "N_SPLITS": p.n_splits, "OUT_TY": DTYPES[dtype_name],
-              "x_col_stride": 1, "y_col_stride": 1}
-    ptr = {"x_ptr": f"*{dtype_name}", "y_ptr": f"*{dtype_name}",
-           "max_ptr": ACC_PTR, "sum_ptr": ACC_PTR}
-    signature, constants = {}, {}
-    for param in fn.params:
-        name = param.name
-        if param.is_constexpr or name in values:
-            constants[name] = values[name]
-        else:
-            signature[name] = ptr.get(name, "i32")
-    return signature, constants, [n for n in signature if n in ptr]
+def specialise(fn: Any, p: launcher.Plan, dtype_name: str, arch: str,
+               layout: str) -> tuple[dict, dict, list]:
+    """Signature, constants and 16-divisible arguments of ``fn`` exactly as triton-ascend's JIT
+    derives them (its binder and ``AttrsDescriptor``) when ``launch_softmax`` runs plan ``p``
+    on ``ascend_cpu.example(p, dtype_name, layout)``: e.g. unit strides and ``n_inner`` of 1
+    become constants; ``n_rows``/``n_cols`` never do (``do_not_specialize``). Other shapes can
+    give other specialisations of the same kernel."""
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler import make_backend
+
+    x, dim = ascend_cpu.example(p, dtype_name, layout)
+    values = {**ascend_cpu.launch_values(p, x, torch.empty_like(x), dim),
+              "OUT_TY": DTYPES[dtype_name]}
+    backend = make_backend(GPUTarget("npu", arch, 0))
+    if fn.binder is None:
+        fn.create_binder(backend)
+    runtime = [q for q in fn.params if not q.is_constexpr]
+    bound, sig_and_spec, *_ = fn.binder(*(values[q.name] for q in runtime),
+                                        **{q.name: values[q.name] for q in fn.params
+                                           if q.is_constexpr})
+    attrs = backend.get_attrs_descriptor(fn.params, tuple(bound.values()))
+    fixed = attrs.get_constants()
+    signature = {q.name: ty for q, ty in zip(runtime, sig_and_spec)}
+    constants = {q.name: values[q.name] for q in fn.params if q.is_constexpr or q.num in fixed}
+    aligned = [fn.params[i].name for i in attrs.arg_properties.get("tt.divisibility", [])]
+    return signature, constants, aligned
 
 
 # ---------------------------------------------------------------------------------------------
@@ -180,22 +193,22 @@ def _compiler_dir(t: Target, cache_root: str) -> str:
     return str(folder)
 
 
-def compile_plan(t: Target, dtype_name: str, p: launcher.Plan, cache_root: str,
+def compile_plan(t: Target, dtype_name: str, p: launcher.Plan, layout: str, cache_root: str,
                  cpu_root: str | None) -> list[Row]:
     """Every kernel of plan ``p``; then, with ``cpu_root`` (LLVM/MLIR 19) and when all reached
     bishengir's end, the plan run on the CPU from the same linalg IR."""
     rows, adapters = [], []
     for fn in kernels_of(p):
-        row, adapter = compile_one(t, dtype_name, p, fn.__name__, cache_root)
+        row, adapter = compile_one(t, dtype_name, p, layout, fn.__name__, cache_root)
         rows.append(row)
-        adapters.append((fn.__name__, specialise(fn, p, dtype_name)[0], adapter))
+        signature, constants, _ = specialise(fn, p, dtype_name, t.arch, layout)
+        adapters.append((fn.__name__, [n for n in signature if n not in constants], adapter))
     if cpu_root and all(r.ok for r in rows):
-        import ascend_cpu
         from triton.backends import backends
 
         tc = ascend_cpu.Toolchain(cpu_root)
         try:
-            err = ascend_cpu.check_plan(p, dtype_name, adapters, tc,
+            err = ascend_cpu.check_plan(p, dtype_name, layout, adapters, tc,
                                         backends["ascend"].compiler.add_stages.__globals__)
         except (subprocess.CalledProcessError, OSError) as e:
             for r in rows:
@@ -208,7 +221,7 @@ def compile_plan(t: Target, dtype_name: str, p: launcher.Plan, cache_root: str,
     return rows
 
 
-def compile_one(t: Target, dtype_name: str, p: launcher.Plan, fn_name: str,
+def compile_one(t: Target, dtype_name: str, p: launcher.Plan, layout: str, fn_name: str,
                 cache_root: str) -> tuple[Row, str]:
     """Run one kernel through triton-ascend and bishengir; measure its UB plan. Returns the row
     and the kernel's ``.ttadapter`` text ("" when it stopped before)."""
@@ -218,15 +231,18 @@ def compile_one(t: Target, dtype_name: str, p: launcher.Plan, fn_name: str,
     if _BIN is None:
         _setup_worker(cache_root)
     start = time.time()
-    be = AscendBackend(t.arch)
+    x, dim = ascend_cpu.example(p, dtype_name, layout)
+    be = AscendBackend(t.arch).for_layout(row_layout(x.shape, dim % x.dim(), x.stride(),
+                                                     x.stride()))
     fn = getattr(K, fn_name)
-    row = Row(t.name, dtype_name, fn_name.removeprefix("softmax_").removesuffix("_kernel"), p,
+    row = Row(t.name, dtype_name, layout, fn_name.removeprefix("softmax_").removesuffix("_kernel"),
+              p,
               ub_model=be.tile_ub_bytes(p.block_m, p.block_n), ub_budget=ub_bytes(t.arch))
     options = {**be.options(p.block_m * p.block_n), **dict(t.options)}
     row.multibuffer = bool(options.get("multibuffer"))
     os.environ["NPU_SOFTMAX_ARCH"] = t.arch
     os.environ["PATH"] = _compiler_dir(t, cache_root) + os.pathsep + os.environ["PATH"]
-    signature, constants, aligned = specialise(fn, p, dtype_name)
+    signature, constants, aligned = specialise(fn, p, dtype_name, t.arch, layout)
     src = _compat.ast_source(fn, signature, constants, aligned)
     adapter = ""
     temps = Path(tempfile.mkdtemp(dir=cache_root))
@@ -323,32 +339,36 @@ def _size(p: launcher.Plan) -> tuple[int, int, int]:
     return p.block_m * p.block_n, p.n_splits, p.block_m
 
 
-def jobs(targets: list[Target], dtypes: list[str], cpu: str) -> list[tuple]:
-    """(target, dtype, plan, run on CPU?) for every plan the launcher can pick. ``cpu``: "all",
-    "none", or "some": per variant and index width the smallest and largest tile or split."""
+def jobs(targets: list[Target], dtypes: list[str], layouts: list[str],
+         cpu: str) -> list[tuple]:
+    """(target, dtype, plan, layout, run on CPU?) for every plan the launcher can pick. ``cpu``:
+    "all", "none", or "some": per variant and index width the smallest and largest tile or
+    split."""
     out = []
     for t in targets:
         be = AscendBackend(t.arch)
         for dtype_name in dtypes:
             itemsize = DTYPES[dtype_name].primitive_bitwidth // 8
-            plans = launcher.reachable_plans(be, itemsize, t.vector_cores)
-            sample = set()
-            for kind in {(p.variant, p.index_64) for p in plans}:
-                group = [p for p in plans if (p.variant, p.index_64) == kind]
-                sample |= {min(group, key=_size), max(group, key=_size)}
-            out += [(t, dtype_name, p, cpu == "all" or (cpu == "some" and p in sample))
-                    for p in plans]
+            for layout in layouts:
+                stride = 1 if layout == "last" else ascend_cpu.INNER
+                plans = launcher.reachable_plans(be, itemsize, t.vector_cores, stride)
+                sample = set()
+                for kind in {(p.variant, p.index_64) for p in plans}:
+                    group = [p for p in plans if (p.variant, p.index_64) == kind]
+                    sample |= {min(group, key=_size), max(group, key=_size)}
+                out += [(t, dtype_name, p, layout,
+                         cpu == "all" or (cpu == "some" and p in sample)) for p in plans]
     return out
 
 
 def table(rows: list[Row]) -> str:
-    head = ("target", "dtype", "kernel", "BLOCK_MxN", "splits", "i64", "stage", "UB used",
+    head = ("target", "dtype", "layout", "kernel", "BLOCK_MxN", "splits", "i64", "stage", "UB used",
             "model", "budget", "cpu |err|", "ok")
     lines = [head]
     for r in rows:
         p = r.plan
-        lines.append((r.target, r.dtype, r.kernel, f"{p.block_m}x{p.block_n}", str(p.n_splits),
-                      "y" if p.index_64 else "n", r.stage,
+        lines.append((r.target, r.dtype, r.layout, r.kernel, f"{p.block_m}x{p.block_n}",
+                      str(p.n_splits), "y" if p.index_64 else "n", r.stage,
                       "?" if r.ub_used is None else str(r.ub_used), str(r.ub_model),
                       str(r.ub_budget), "-" if r.cpu_error is None else f"{r.cpu_error:.1e}",
                       "ok" if r.ok else "FAIL " + r.error))
@@ -361,6 +381,8 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--targets", default="A2,A5", help="comma-separated: A2, A5")
     ap.add_argument("--dtypes", default="fp32,fp16,bf16")
+    ap.add_argument("--layouts", default="last,inner",
+                    help="inputs to specialise for: last (dim -1), inner (a middle dim)")
     ap.add_argument("-j", "--jobs", type=int, default=os.cpu_count() or 1)
     ap.add_argument("--cpu-run", choices=("none", "some", "all"), default="some",
                     help="which plans also run on the CPU from their linalg IR")
@@ -370,23 +392,20 @@ def main(argv: list[str] | None = None) -> int:
     targets = [TARGETS[n] for n in args.targets.split(",")]
     cpu_root = None
     if args.cpu_run != "none":
-        sys.path.insert(0, str(Path(__file__).parent))
-        import ascend_cpu
-
         if not ascend_cpu.Toolchain(args.llvm19).available():
             print(f"no LLVM/MLIR 19 tools under {args.llvm19}: see scripts/ascend_cpu.py",
                   file=sys.stderr)
             return 2
         cpu_root = args.llvm19
-    todo = jobs(targets, args.dtypes.split(","), args.cpu_run)
+    todo = jobs(targets, args.dtypes.split(","), args.layouts.split(","), args.cpu_run)
     print(f"triton {triton.__version__}: {len(todo)} plans, "
           f"{sum(run for *_, run in todo)} of them also run on the CPU, {args.jobs} processes",
           flush=True)
     start = time.time()
     with tempfile.TemporaryDirectory() as cache_root, \
             concurrent.futures.ProcessPoolExecutor(args.jobs) as pool:
-        futures = [pool.submit(compile_plan, t, d, p, cache_root, cpu_root if run else None)
-                   for t, d, p, run in todo]
+        futures = [pool.submit(compile_plan, t, d, p, lay, cache_root, cpu_root if run else None)
+                   for t, d, p, lay, run in todo]
         rows = [row for f in futures for row in f.result()]
     print(table(rows))
     bad = [r for r in rows if not r.ok]

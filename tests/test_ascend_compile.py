@@ -40,7 +40,7 @@ def test_largest_plan_compiles_and_fits(target: str, variant: str,
     t = compile_ascend.TARGETS[target]
     p = _largest(t, variant)
     for fn in compile_ascend.kernels_of(p):
-        row, _ = compile_ascend.compile_one(t, "bf16", p, fn.__name__, str(tmp_path))
+        row, _ = compile_ascend.compile_one(t, "bf16", p, "inner", fn.__name__, str(tmp_path))
         assert row.stage == compile_ascend.REACHABLE, row.error
         assert row.ok, f"{row.ub_used} B of UB planned, launcher assumes {row.ub_budget}: " \
                        f"{row.error}"

@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from .. import _compat
+from ..layout import RowLayout
 from .base import Backend
 
 #: Unified buffer per vector core, bytes, by chip family (prefix of the arch name), as the chip
@@ -33,6 +34,13 @@ TILE_COPIES = 3
 #: rows two blocks per copy: a 512 x 2 fp32 tile plans 189 KB, about 370 bytes a row. So a row
 #: counts as at least 64 bytes per copy; without that, a 4096 x 2 tile needs 672 KB of UB.
 MIN_ROW_BYTES = 64
+#: Most elements a tile or chunk may have when row elements are not contiguous (softmax over an
+#: inner dim). bishengir for A2/A3 lowers such loads and stores element by element and plans
+#: 64-160 UB bytes per element (a 4096-element tile needs 262-1050 KB); 1024-element tiles and
+#: chunks plan at most 189 KB (multi-buffered) on 910B.
+STRIDED_TILE_ELEMS = 1024
+#: Chips whose bishengir plans strided rows like contiguous ones (A5: 8-17 bytes per element).
+STRIDED_LIKE_CONTIGUOUS = ("Ascend910_95", "Ascend950")
 #: triton-ascend rejects a grid larger than this.
 MAX_GRID = 65535
 
@@ -51,9 +59,16 @@ class AscendBackend(Backend):
     name = "npu"
     max_grid = MAX_GRID
 
-    def __init__(self, arch: str, multibuffer: bool = True) -> None:
+    def __init__(self, arch: str, multibuffer: bool = True, strided: bool = False) -> None:
         self.arch = arch
         self.multibuffer = multibuffer
+        self.strided = strided  # rows whose elements are not contiguous
+
+    def for_layout(self, layout: RowLayout) -> AscendBackend:
+        strided = layout.x_strides[2] != 1 or layout.y_strides[2] != 1
+        if strided == self.strided or self.arch.startswith(STRIDED_LIKE_CONTIGUOUS):
+            return self
+        return AscendBackend(self.arch, self.multibuffer, strided)
 
     def tile_budget_bytes(self) -> int:
         """UB bytes one tile may use: all of it, or half under double buffering."""
@@ -62,6 +77,8 @@ class AscendBackend(Backend):
     def tile_elems(self, itemsize: int) -> int:
         # Arithmetic is fp32 whatever the input dtype, so the fp32 copies set the size.
         elems = self.tile_budget_bytes() // (TILE_COPIES * 4)
+        if self.strided:
+            elems = min(elems, STRIDED_TILE_ELEMS)
         return 1 << (elems.bit_length() - 1)
 
     def rows_per_block(self, block_n: int, n_rows: int, n_cores: int, itemsize: int) -> int:
