@@ -28,9 +28,12 @@ import triton
 from npu_softmax.layout import row_layout
 
 TORCH_DTYPE = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}
-#: Largest |y - softmax(x)| allowed, per output dtype: a few ulps of the output near 1, and for
+#: |y - softmax(x)| always allowed, per output dtype: a few ulps of the output near 1, and for
 #: fp32 the rounding of ``x - max`` (|x| reaches ~20 here, so ~20 * 2**-24 in the exponent).
 TOLERANCE = {"fp32": 1e-5, "fp16": 2e-3, "bf16": 1.6e-2}
+#: Beyond that, the error may be this many times torch's own softmax in the same dtype (long
+#: rows sum tens of thousands of terms in float32).
+TORCH_FACTOR = 4
 #: Programs of the persistent grid (each program loops over several work items).
 PROGRAMS = 3
 #: Length of the dims after the normalised one in the "inner" layout.
@@ -154,6 +157,7 @@ def check_plan(plan: Any, dtype_name: str, layout: str,
     """Run the kernels of ``plan`` (``(name, runtime argument names, ttadapter)`` each, in
     launch order), compiled for ``example(plan, dtype_name, layout)``, on that input; return
     max |y - softmax(x)| against torch in float64."""
+    torch.manual_seed(0)  # the input allowed_error sees too
     x, dim = example(plan, dtype_name, layout)
     y = torch.full_like(x, float("nan"))
     values = launch_values(plan, x, y, dim)
@@ -165,3 +169,13 @@ def check_plan(plan: Any, dtype_name: str, layout: str,
             _call(fn, arg_names, values, items)
     ref = torch.softmax(x.double(), dim)
     return (y.double() - ref).abs().max().item()
+
+
+def allowed_error(plan: Any, dtype_name: str, layout: str) -> float:
+    """Largest error ``check_plan`` may return: ``TOLERANCE``, or ``TORCH_FACTOR`` times the
+    error of ``torch.softmax`` itself on the same input and dtype, whichever is larger."""
+    torch.manual_seed(0)
+    x, dim = example(plan, dtype_name, layout)
+    ref = torch.softmax(x.double(), dim)
+    own = (torch.softmax(x, dim).double() - ref).abs().max().item()
+    return max(TOLERANCE[dtype_name], TORCH_FACTOR * own)

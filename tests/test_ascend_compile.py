@@ -6,7 +6,7 @@ full sweep over every plan is ``python scripts/compile_ascend.py`` (``.ci/ascend
 
 from __future__ import annotations
 
-import importlib.util
+import sys
 from pathlib import Path
 
 import pytest
@@ -20,15 +20,15 @@ if "ascend" not in backends:
 from npu_softmax import launcher  # noqa: E402
 from npu_softmax.backends import AscendBackend  # noqa: E402
 
-_spec = importlib.util.spec_from_file_location(
-    "compile_ascend", Path(__file__).parents[1] / "scripts" / "compile_ascend.py")
-compile_ascend = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(compile_ascend)
+sys.path.insert(0, str(Path(__file__).parents[1] / "scripts"))
+import compile_ascend  # noqa: E402
 
 
 def _largest(target: compile_ascend.Target, variant: str) -> launcher.Plan:
-    """The plan of ``variant`` with the most elements per block: the tightest UB fit."""
-    plans = launcher.reachable_plans(AscendBackend(target.arch), 2, target.vector_cores)
+    """The plan of ``variant`` with the most elements per block for inner-dim rows: the
+    tightest UB fit."""
+    plans = launcher.reachable_plans(AscendBackend(target.arch), 2, target.vector_cores,
+                                     compile_ascend.ascend_cpu.INNER)
     return max((p for p in plans if p.variant == variant),
                key=lambda p: (p.block_m * p.block_n, p.n_splits, p.index_64))
 
