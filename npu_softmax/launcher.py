@@ -208,7 +208,7 @@ def reachable_plans(be: Backend, itemsize: int, n_cores: int, col_stride: int = 
     on a device of ``n_cores`` cores, for rows whose elements lie ``col_stride`` apart (1: softmax
     over the last dim; more: over an inner dim), sorted; for ahead-of-time compile checks.
 
-    ``plan()`` itself is run over a sweep of contiguous (n_rows, n_cols) shapes that reaches each
+    ``plan()`` itself is run over a sweep of (n_rows, n_cols) shapes that reaches each
     of its branches: row lengths at and just past every power of two (every ``block_n``), row
     counts from 1 to past twice the cores (every ``n_splits``) and at each power of two times the
     cores (every ``block_m``). Strided views can set ``index_64`` for any tile, so every plan is

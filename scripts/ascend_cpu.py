@@ -99,9 +99,10 @@ def _memref(t: torch.Tensor) -> list[Any]:
 def example(plan: Any, dtype_name: str, layout: str) -> tuple[torch.Tensor, int]:
     """An input for ``plan`` and the dim to normalise: ``layout`` "last" is the last dim of a
     contiguous 2-d tensor, "inner" the middle dim of a contiguous ``(n, n_cols, INNER)`` one
-    (rows interleaved). Rows are a multiple of 16 elements long where the plan allows, as the
-    power-of-two sizes of most models are, yet shorter than the block or not a whole number of
-    chunks, and the row count leaves the last row block partly filled."""
+    (rows interleaved), "view" the last dim of a sliced 3-d view (rows not evenly spaced).
+    Rows are a multiple of 16 elements long where the plan allows, as the power-of-two sizes of
+    most models are, yet shorter than the block or not a whole number of chunks, and the row
+    count leaves the last row block partly filled."""
     bm, bn, splits = plan.block_m, plan.block_n, plan.n_splits
     if plan.variant == "tile":
         n_rows, n_cols = 2 * bm + 1, bn - 16 if bn >= 32 else bn
@@ -109,9 +110,12 @@ def example(plan: Any, dtype_name: str, layout: str) -> tuple[torch.Tensor, int]
         n_rows, n_cols = 3, 2 * bn + bn // 2 + 16
     else:
         n_rows, n_cols = 2, splits * bn - bn // 2 + 16
+    dtype = TORCH_DTYPE[dtype_name]
+    if layout == "view":  # rows 4 of every 5 along dim 1: the outer dims do not fold into one
+        base = torch.randn(triton.cdiv(n_rows, 4), 5, n_cols) * 4
+        return base.to(dtype)[:, :4, :], -1
     shape = (n_rows, n_cols) if layout == "last" else (triton.cdiv(n_rows, INNER), n_cols, INNER)
-    x = (torch.randn(shape) * 4).to(TORCH_DTYPE[dtype_name])
-    return x, (1 if layout == "inner" else -1)
+    return (torch.randn(shape) * 4).to(dtype), (1 if layout == "inner" else -1)
 
 
 def launch_values(plan: Any, x: torch.Tensor, y: torch.Tensor, dim: int) -> dict[str, Any]:
@@ -159,7 +163,7 @@ def check_plan(plan: Any, dtype_name: str, layout: str,
     max |y - softmax(x)| against torch in float64."""
     torch.manual_seed(0)  # the input allowed_error sees too
     x, dim = example(plan, dtype_name, layout)
-    y = torch.full_like(x, float("nan"))
+    y = torch.full(x.shape, float("nan"), dtype=x.dtype)  # contiguous, as the API allocates
     values = launch_values(plan, x, y, dim)
     items = work_items(plan, values["n_rows"])
     tc.load_runtime()

@@ -129,7 +129,7 @@ def specialise(fn: Any, p: launcher.Plan, dtype_name: str, arch: str,
     from triton.compiler import make_backend
 
     x, dim = ascend_cpu.example(p, dtype_name, layout)
-    values = {**ascend_cpu.launch_values(p, x, torch.empty_like(x), dim),
+    values = {**ascend_cpu.launch_values(p, x, torch.empty(x.shape, dtype=x.dtype), dim),
               "OUT_TY": DTYPES[dtype_name]}
     backend = make_backend(GPUTarget("npu", arch, 0))
     if fn.binder is None:
@@ -275,8 +275,9 @@ def compile_one(t: Target, dtype_name: str, p: launcher.Plan, layout: str, fn_na
         _setup_worker(cache_root)
     start = time.time()
     x, dim = ascend_cpu.example(p, dtype_name, layout)
+    y_strides = torch.empty(x.shape).stride()
     be = AscendBackend(t.arch).for_layout(row_layout(x.shape, dim % x.dim(), x.stride(),
-                                                     x.stride()))
+                                                     y_strides))
     fn = getattr(K, fn_name)
     row = Row(t.name, dtype_name, layout, fn_name.removeprefix("softmax_").removesuffix("_kernel"),
               p,
@@ -447,7 +448,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--targets", default="A2,A5", help="comma-separated: A2, A5")
     ap.add_argument("--dtypes", default="fp32,fp16,bf16")
     ap.add_argument("--layouts", default="last,inner",
-                    help="inputs to specialise for: last (dim -1), inner (a middle dim)")
+                    help="inputs to specialise for: last (dim -1), inner (a middle dim), "
+                         "view (dim -1 of a sliced 3-d view)")
     ap.add_argument("-j", "--jobs", type=int, default=os.cpu_count() or 1)
     ap.add_argument("--cpu-run", choices=("none", "some", "all"), default="some",
                     help="which plans also run on the CPU from their linalg IR")

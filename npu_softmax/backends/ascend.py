@@ -32,7 +32,8 @@ DEFAULT_UB_BYTES = 192 * 1024
 TILE_COPIES = 3
 #: UB is allocated in 32-byte blocks, and bishengir's plan gives each row of a 2-d tile of short
 #: rows two blocks per copy: a 512 x 2 fp32 tile plans 189 KB, about 370 bytes a row. So a row
-#: counts as at least 64 bytes per copy; without that, a 4096 x 2 tile needs 672 KB of UB.
+#: counts as at least 64 bytes per copy; without that, a 4096 x 2 tile of rows from a sliced
+#: 3-d view needs 672 KB of UB.
 MIN_ROW_BYTES = 64
 #: Most elements a tile or chunk may have when row elements are not contiguous (softmax over an
 #: inner dim). bishengir for A2/A3 lowers such loads and stores element by element and plans
