@@ -5,7 +5,9 @@ Everything else in the package uses only the API both share.
 
 from __future__ import annotations
 
+import inspect
 import os
+from collections.abc import Sequence
 from typing import Any, Callable
 
 import triton
@@ -81,3 +83,29 @@ def direct_launcher(compiled: Any) -> Callable[[int, tuple], None] | None:
         run(programs, 1, 1, stream, function, packed, meta, enter, leave, *args)
 
     return launch
+
+
+def ast_source(fn: Any, signature: dict[str, str], constexprs: dict[str, Any],
+               aligned: Sequence[str] = ()) -> Any:
+    """A ``triton.compiler.ASTSource`` for ``triton.compile``, as ``kernel[grid](...)`` builds it.
+
+    ``signature`` maps each runtime argument name to its Triton type (``"*fp16"``, ``"i32"``);
+    ``constexprs`` maps the other names to values (``tl.constexpr`` parameters, and arguments the
+    JIT specialises, such as a stride of 1); ``aligned`` names arguments known to be divisible
+    by 16 (a pointer's address, an integer's value), as the JIT marks them.
+
+    triton-ascend 3.2 (and upstream before 3.3) take ``constants`` keyed by name, runtime
+    arguments only in the signature, and an ``AttrsDescriptor``; upstream 3.3+ takes
+    ``constexprs`` keyed by ``(index,)``, ``"constexpr"`` in the signature, and attribute lists.
+    """
+    from triton.compiler import ASTSource
+
+    index = {name: i for i, name in enumerate(fn.arg_names)}
+    if "constants" in inspect.signature(ASTSource).parameters:
+        src = ASTSource(fn, dict(signature), constants=dict(constexprs))
+        # The backend's own descriptor class (triton-ascend's default), filled from hints.
+        src.attrs = type(src.attrs).from_hints({index[name]: 16 for name in aligned})
+        return src
+    full = {name: signature.get(name, "constexpr") for name in fn.arg_names}
+    return ASTSource(fn, full, constexprs={(index[k],): v for k, v in constexprs.items()},
+                     attrs={(index[name],): [["tt.divisibility", 16]] for name in aligned})

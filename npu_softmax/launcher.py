@@ -11,6 +11,7 @@ new shape that maps to a known key neither compiles nor measures anything again.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import functools
 import threading
 from dataclasses import dataclass
@@ -104,8 +105,8 @@ def plan(layout: RowLayout, itemsize: int, n_cores: int, be: Backend,
     how many tensors a kernel reads per element (2 for the backward's ``y`` and ``dy``): the
     tile and chunk budgets are shared between them.
     """
-    return _plan(layout.n_rows, layout.n_cols, layout.max_offset(), itemsize, n_cores, be,
-                 variant, streams)
+    return _plan(layout.n_rows, layout.n_cols, layout.max_offset(), itemsize, n_cores,
+                 be.for_layout(layout), variant, streams)
 
 
 @functools.lru_cache(maxsize=4096)
@@ -289,3 +290,33 @@ def _device_guard(device: torch.device) -> Any:
     if device.type == "cuda":
         return torch.cuda._DeviceGuard(device.index)  # the cheap guard compiled code uses
     return torch.npu.device(device.index)
+
+
+def reachable_plans(be: Backend, itemsize: int, n_cores: int, col_stride: int = 1) -> list[Plan]:
+    """Every distinct ``Plan`` that ``plan()`` can choose on ``be`` for ``itemsize``-byte elements
+    on a device of ``n_cores`` cores, for rows whose elements lie ``col_stride`` apart (1: softmax
+    over the last dim; more: over an inner dim), sorted; for ahead-of-time compile checks.
+
+    ``plan()`` itself is run over a sweep of (n_rows, n_cols) shapes that reaches each
+    of its branches: row lengths at and just past every power of two (every ``block_n``), row
+    counts from 1 to past twice the cores (every ``n_splits``) and at each power of two times the
+    cores (every ``block_m``). Strided views can set ``index_64`` for any tile, so every plan is
+    returned with both index widths.
+    """
+    # Long enough that a single row is split as many ways as plan() ever splits one.
+    max_cols = 4 * n_cores * max(be.tile_elems(itemsize), be.chunk_elems(itemsize, "online"),
+                                  be.chunk_elems(itemsize, "split"))
+    col_counts = sorted({c for k in range(max_cols.bit_length()) for c in (1 << k, (1 << k) + 1)})
+    row_counts = set(range(1, 2 * n_cores + 2))
+    row_counts |= {n_cores << k for k in range(be.tile_elems(itemsize).bit_length() + 1)}
+    found = set()
+    for n_cols in col_counts:
+        for n_rows in sorted(row_counts):
+            # Rows of a contiguous (n_rows // col_stride, n_cols, col_stride) tensor.
+            strides = (n_cols * col_stride, 1, col_stride) if col_stride > 1 else (n_cols, 0, 1)
+            inner = min(col_stride, n_rows)
+            layout = RowLayout(n_rows, n_cols, inner, strides, strides)
+            p = plan(layout, itemsize, n_cores, be)
+            for wide in (False, True):
+                found.add(dataclasses.replace(p, index_64=wide))
+    return sorted(found, key=lambda p: (p.variant, p.block_n, p.block_m, p.n_splits, p.index_64))

@@ -11,17 +11,37 @@ from __future__ import annotations
 from typing import Any
 
 from .. import _compat
+from ..layout import RowLayout
 from .base import Backend
 
-#: Unified buffer per vector core, bytes, by chip family (prefix of the arch name).
+#: Unified buffer per vector core, bytes, by chip family (prefix of the arch name), as the chip
+#: specs of bishengir-compile 1.2 give it (``UB_SIZE``; checked by scripts/compile_ascend.py).
+#: A5 (Ascend 950, which triton-ascend and bishengir call ``Ascend910_95xx``/``Ascend950*``) has
+#: 256 KiB, of which 248 KiB are left to a kernel.
 UB_BYTES = {
     "Ascend910B": 192 * 1024,
     "Ascend910_93": 192 * 1024,
+    "Ascend910_95": 248 * 1024,
+    "Ascend950": 248 * 1024,
 }
 #: Used for an arch not in the table: the smallest UB of the chips above.
 DEFAULT_UB_BYTES = 192 * 1024
-#: Live fp32 copies of a tile inside a kernel (loaded row, exp, scaled result).
+#: Live fp32 copies of a tile inside a kernel (loaded row, exp, scaled result). Calibrated with
+#: bishengir's memory plans (scripts/compile_ascend.py): the largest tiles this allows (8192
+#: elements) plan at most 24 bytes per element with multi-buffering, 2 x 3 x 4.
 TILE_COPIES = 3
+#: UB is allocated in 32-byte blocks, and bishengir's plan gives each row of a 2-d tile of short
+#: rows two blocks per copy: a 512 x 2 fp32 tile plans 189 KB, about 370 bytes a row. So a row
+#: counts as at least 64 bytes per copy; without that, a 4096 x 2 tile of rows from a sliced
+#: 3-d view needs 672 KB of UB.
+MIN_ROW_BYTES = 64
+#: Most elements a tile or chunk may have when row elements are not contiguous (softmax over an
+#: inner dim). bishengir for A2/A3 lowers such loads and stores element by element and plans
+#: 64-160 UB bytes per element (a 4096-element tile needs 262-1050 KB); 1024-element tiles and
+#: chunks plan at most 189 KB (multi-buffered) on 910B.
+STRIDED_TILE_ELEMS = 1024
+#: Chips whose bishengir plans strided rows like contiguous ones (A5: 8-17 bytes per element).
+STRIDED_LIKE_CONTIGUOUS = ("Ascend910_95", "Ascend950")
 #: triton-ascend rejects a grid larger than this.
 MAX_GRID = 65535
 
@@ -40,9 +60,26 @@ class AscendBackend(Backend):
     name = "npu"
     max_grid = MAX_GRID
 
-    def __init__(self, arch: str, multibuffer: bool = True) -> None:
+    def __init__(self, arch: str, multibuffer: bool = True, strided: bool = False) -> None:
         self.arch = arch
         self.multibuffer = multibuffer
+        self.strided = strided  # rows whose elements are not contiguous
+
+    def __eq__(self, other: object) -> bool:
+        # By value: plans are cached per backend, and for_layout() makes new instances.
+        return isinstance(other, AscendBackend) and self._fields() == other._fields()
+
+    def __hash__(self) -> int:
+        return hash(self._fields())
+
+    def _fields(self) -> tuple:
+        return (self.arch, self.multibuffer, self.strided)
+
+    def for_layout(self, layout: RowLayout) -> AscendBackend:
+        strided = layout.x_strides[2] != 1 or layout.y_strides[2] != 1
+        if strided == self.strided or self.arch.startswith(STRIDED_LIKE_CONTIGUOUS):
+            return self
+        return AscendBackend(self.arch, self.multibuffer, strided)
 
     def tile_budget_bytes(self) -> int:
         """UB bytes one tile may use: all of it, or half under double buffering."""
@@ -51,7 +88,20 @@ class AscendBackend(Backend):
     def tile_elems(self, itemsize: int) -> int:
         # Arithmetic is fp32 whatever the input dtype, so the fp32 copies set the size.
         elems = self.tile_budget_bytes() // (TILE_COPIES * 4)
+        if self.strided:
+            elems = min(elems, STRIDED_TILE_ELEMS)
         return 1 << (elems.bit_length() - 1)
+
+    def rows_per_block(self, block_n: int, n_rows: int, n_cores: int, itemsize: int) -> int:
+        # Short rows take MIN_ROW_BYTES of each copy, not 4 * block_n.
+        row_elems = max(block_n, MIN_ROW_BYTES // 4)
+        return super().rows_per_block(row_elems, n_rows, n_cores, itemsize)
+
+    def tile_ub_bytes(self, block_m: int, block_n: int) -> int:
+        """UB bytes a ``block_m x block_n`` tile (or chunk) takes by this model; reported by
+        ``scripts/compile_ascend.py`` next to bishengir's memory plan."""
+        row_bytes = max(4 * block_n, MIN_ROW_BYTES)
+        return block_m * row_bytes * TILE_COPIES * (2 if self.multibuffer else 1)
 
     def core_count(self, device_index: int) -> int:
         return _compat.device_properties(device_index)["num_vectorcore"]

@@ -6,6 +6,8 @@ from typing import Any
 
 import triton
 
+from ..layout import RowLayout
+
 
 class Backend:
     """Sizing rules of one target family. Subclasses override what differs."""
@@ -14,6 +16,10 @@ class Backend:
     name = "cpu"
     #: Largest grid the target accepts in one dimension.
     max_grid = 2**31 - 1
+
+    def for_layout(self, layout: RowLayout) -> Backend:
+        """The sizing rules for rows laid out as ``layout`` (the same for every layout here)."""
+        return self
 
     def tile_elems(self, itemsize: int) -> int:
         """Most elements one program may hold on chip in one iteration (a power of two)."""
