@@ -8,6 +8,7 @@ the traced Python of the public functions, so a driver lookup can never break a 
 
 from __future__ import annotations
 
+import functools
 import math
 
 import torch
@@ -109,7 +110,13 @@ def check_no_partial_overlap(fn: str, x: torch.Tensor, out: torch.Tensor) -> Non
 def supported_dtypes(device: torch.device) -> tuple[torch.dtype, ...]:
     """Output dtypes served for tensors on ``device``: float16, bfloat16, float32, and float64
     unless the tensor runs the Ascend kernels (no fp64 arithmetic there)."""
-    if launcher.serves(device) and launcher.target().backend not in FLOAT64_TARGETS:
+    return _supported_dtypes(device.type)
+
+
+@functools.cache
+def _supported_dtypes(device_type: str) -> tuple[torch.dtype, ...]:
+    if (launcher.serves(torch.device(device_type))
+            and launcher.target().backend not in FLOAT64_TARGETS):
         return FLOAT_DTYPES
     return FLOAT_DTYPES + (torch.float64,)
 

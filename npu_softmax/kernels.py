@@ -81,6 +81,13 @@ def _norm(d, LOG: tl.constexpr):
 
 
 @triton.jit
+def _split_range(item, split_cols, n_cols, N_SPLITS: tl.constexpr):
+    """Row and column range ``[lo, hi)`` of work item ``item`` of a row split ``N_SPLITS`` ways."""
+    lo = (item % N_SPLITS) * split_cols
+    return item // N_SPLITS, lo, tl.minimum(lo + split_cols, n_cols)
+
+
+@triton.jit
 def _range_stats(x_row, col_stride, cols, lo, hi, scale, BLOCK_N: tl.constexpr,
                  ACC_TY: tl.constexpr):
     """Max ``m`` and ``sum(exp(x - m))`` of ``x_row[lo:hi]`` in one pass (online softmax)."""
@@ -196,9 +203,7 @@ def softmax_split_stats_kernel(
     cols = _widen(tl.arange(0, BLOCK_N), INDEX_64)
     for i in tl.range(tl.program_id(0), n_rows * N_SPLITS, tl.num_programs(0)):
         item = _widen(i, INDEX_64)
-        row = item // N_SPLITS
-        lo = (item % N_SPLITS) * split_cols
-        hi = tl.minimum(lo + split_cols, n_cols)
+        row, lo, hi = _split_range(item, split_cols, n_cols, N_SPLITS)
         x_row = x_ptr + _row_start(row, n_inner, x_outer_stride, x_inner_stride)
         m, d = _range_stats(x_row, x_col_stride, cols, lo, hi, scale, BLOCK_N, ACC_TY)
         tl.store(max_ptr + item, m)
@@ -223,13 +228,11 @@ def softmax_split_norm_kernel(
     splits = tl.arange(0, N_SPLITS)
     for i in tl.range(tl.program_id(0), n_rows * N_SPLITS, tl.num_programs(0)):
         item = _widen(i, INDEX_64)
-        row = item // N_SPLITS
+        row, lo, hi = _split_range(item, split_cols, n_cols, N_SPLITS)
         m_parts = tl.load(max_ptr + row * N_SPLITS + splits)
         d_parts = tl.load(sum_ptr + row * N_SPLITS + splits)
         shift = _safe_shift(tl.max(m_parts, axis=0))
         d = tl.sum(d_parts * tl.exp(m_parts - shift), axis=0)
-        lo = (item % N_SPLITS) * split_cols
-        hi = tl.minimum(lo + split_cols, n_cols)
         x_row = x_ptr + _row_start(row, n_inner, x_outer_stride, x_inner_stride)
         y_row = y_ptr + _row_start(row, n_inner, y_outer_stride, y_inner_stride)
         _range_normalize(x_row, y_row, x_col_stride, y_col_stride, cols, lo, hi,

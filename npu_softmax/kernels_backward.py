@@ -16,7 +16,7 @@ split across programs (partial sums, then the gradient). All are persistent. Ari
 import triton
 import triton.language as tl
 
-from .kernels import _row_start, _widen
+from .kernels import _row_start, _split_range, _widen
 
 
 @triton.jit
@@ -123,9 +123,7 @@ def softmax_bwd_split_dot_kernel(
     cols = _widen(tl.arange(0, BLOCK_N), INDEX_64)
     for i in tl.range(tl.program_id(0), n_rows * N_SPLITS, tl.num_programs(0)):
         item = _widen(i, INDEX_64)
-        row = item // N_SPLITS
-        lo = (item % N_SPLITS) * split_cols
-        hi = tl.minimum(lo + split_cols, n_cols)
+        row, lo, hi = _split_range(item, split_cols, n_cols, N_SPLITS)
         y_row = y_ptr + _row_start(row, n_inner, y_outer_stride, y_inner_stride)
         dy_row = dy_ptr + _row_start(row, n_inner, dy_outer_stride, dy_inner_stride)
         dot = _range_dot(y_row, dy_row, y_col_stride, dy_col_stride, cols, lo, hi,
@@ -146,10 +144,8 @@ def softmax_bwd_split_grad_kernel(
     splits = tl.arange(0, N_SPLITS)
     for i in tl.range(tl.program_id(0), n_rows * N_SPLITS, tl.num_programs(0)):
         item = _widen(i, INDEX_64)
-        row = item // N_SPLITS
+        row, lo, hi = _split_range(item, split_cols, n_cols, N_SPLITS)
         dot = tl.sum(tl.load(dot_ptr + row * N_SPLITS + splits), axis=0)
-        lo = (item % N_SPLITS) * split_cols
-        hi = tl.minimum(lo + split_cols, n_cols)
         y_start = _row_start(row, n_inner, y_outer_stride, y_inner_stride)
         dy_row = dy_ptr + _row_start(row, n_inner, dy_outer_stride, dy_inner_stride)
         _range_grad(dx_ptr + y_start, y_ptr + y_start, dy_row, y_col_stride, dy_col_stride, cols,

@@ -66,10 +66,15 @@ def serves(device: torch.device) -> bool:
     The interpreter takes tensors with data (cpu, and cuda/npu by copying through the host),
     never ``meta`` ones, which have no data to read.
     """
+    return _serves_type(device.type)
+
+
+@functools.cache
+def _serves_type(device_type: str) -> bool:
     t = target()
     if t.interpreter:
-        return device.type in INTERPRETED_DEVICE_TYPES
-    return DEVICE_TYPE.get(t.backend) == device.type
+        return device_type in INTERPRETED_DEVICE_TYPES
+    return DEVICE_TYPE.get(t.backend) == device_type
 
 
 @functools.cache
@@ -146,11 +151,11 @@ _direct: dict[tuple, Callable] = {}
 
 def _specialisation(args: tuple) -> tuple:
     """What Triton specialises a binary on, for each argument (a superset, to be safe): a
-    tensor's 16-byte alignment; an integer being 1, a multiple of 16, or wider than 32 bits."""
-    return tuple(
-        a.data_ptr() % 16 == 0 if isinstance(a, torch.Tensor)
-        else (a == 1, a % 16 == 0, -2**31 <= a < 2**31) if isinstance(a, int) else None
-        for a in args)
+    tensor's 16-byte alignment; an integer being 1, a multiple of 16, or wider than 32 bits.
+    Floats are never specialised."""
+    return tuple([a.data_ptr() % 16 == 0 if type(a) is torch.Tensor
+                  else None if type(a) is float
+                  else (a == 1, a % 16 == 0, -2**31 <= a < 2**31) for a in args])
 
 
 def _launch(key: tuple, kernel: Any, n_items: int, args: tuple, constexprs: dict[str, Any],
@@ -206,7 +211,7 @@ def launch_softmax(x: torch.Tensor, y: torch.Tensor, layout: RowLayout,
              variant)
     n_rows, n_cols, n_inner = layout.n_rows, layout.n_cols, layout.n_inner
     key = (p.variant, p.block_m, p.block_n, p.n_splits, p.index_64, x.dtype, y.dtype, log,
-           target(), x.device.type, device_index)
+           be.name, x.device.type, device_index)
     args = (y, x, n_rows, n_cols, n_inner, *layout.x_strides, *layout.y_strides, scale)
     with _device_guard(x.device):
         if p.variant == "tile" and p.block_m == 1:
@@ -241,7 +246,7 @@ def launch_softmax_backward(dy: torch.Tensor, y: torch.Tensor, dx: torch.Tensor,
     p = plan(layout, itemsize, core_count(device_index), be, variant, streams=2)
     n_rows, n_cols, n_inner = layout.n_rows, layout.n_cols, layout.n_inner
     key = ("backward", p.variant, p.block_m, p.block_n, p.n_splits, p.index_64, dy.dtype,
-           y.dtype, dx.dtype, log, target(), dy.device.type, device_index)
+           y.dtype, dx.dtype, log, be.name, dy.device.type, device_index)
     rows = (n_rows, n_cols, n_inner, *layout.x_strides, *layout.y_strides)
     flags = {"BLOCK_N": p.block_n, "INDEX_64": p.index_64, "LOG": log}
     with _device_guard(dy.device):

@@ -154,7 +154,8 @@ def _call(fn: Any, arg_names: list[str], values: dict[str, Any], n_items: int) -
     args = _memref(scratch) + _memref(scratch)
     for name in arg_names:
         v = values[name]
-        args += _memref(v) if isinstance(v, torch.Tensor) else [ctypes.c_int32(v)]
+        args += (_memref(v) if isinstance(v, torch.Tensor)
+                 else [ctypes.c_float(v)] if isinstance(v, float) else [ctypes.c_int32(v)])
     grid = max(1, min(PROGRAMS, n_items))
     for pid in range(grid):
         fn(*args, *(ctypes.c_int32(v) for v in (grid, 1, 1, pid, 0, 0)))
