@@ -42,7 +42,7 @@ def main() -> None:
         os.environ.setdefault("TRITON_INTERPRET", "1")
 
     import npu_softmax
-    from npu_softmax import api, launcher
+    from npu_softmax import checks, launcher
 
     interpreted = launcher.target().interpreter
     # Interpreted runs are slow: fewer rows, and rows of a few chunks for the looped kernels.
@@ -51,9 +51,7 @@ def main() -> None:
         "online": (16, 10007) if interpreted else (512, 100003),
         "split": (4, 10007) if interpreted else (8, 1000003),
     }
-    dtypes = list(api.FLOAT_DTYPES)
-    if launcher.target().backend in api.FLOAT64_TARGETS:
-        dtypes.append(torch.float64)
+    dtypes = list(checks.supported_dtypes(torch.device(device)))
     info = npu_softmax.target_info()
     print(f"Measured {datetime.date.today()} on {info.get('device_name') or platform.machine()} "
           f"({info['backend']}, {'interpreter' if interpreted else info['arch']}), "
