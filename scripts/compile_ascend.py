@@ -383,10 +383,15 @@ def _size(p: launcher.Plan) -> tuple[int, int, int]:
     return p.block_m * p.block_n, p.n_splits, p.block_m
 
 
+def _kernel_kind(p: launcher.Plan) -> tuple:
+    # The row and multi-row tile kernels differ, so each gets its own smallest and largest run.
+    return p.variant, p.block_m > 1, p.index_64
+
+
 def jobs(targets: list[Target], dtypes: list[str], layouts: list[str],
          cpu: str) -> list[tuple]:
     """(target, dtype, plan, layout, run on CPU?) for every plan the launcher can pick. ``cpu``:
-    "all", "none", or "some": per variant and index width the smallest and largest tile or
+    "all", "none", or "some": per kernel and index width the smallest and largest tile or
     split."""
     out = []
     for t in targets:
@@ -397,8 +402,8 @@ def jobs(targets: list[Target], dtypes: list[str], layouts: list[str],
                 stride = 1 if layout == "last" else ascend_cpu.INNER
                 plans = launcher.reachable_plans(be, itemsize, t.vector_cores, stride)
                 sample = set()
-                for kind in {(p.variant, p.index_64) for p in plans}:
-                    group = [p for p in plans if (p.variant, p.index_64) == kind]
+                for kind in {_kernel_kind(p) for p in plans}:
+                    group = [p for p in plans if _kernel_kind(p) == kind]
                     sample |= {min(group, key=_size), max(group, key=_size)}
                 out += [(t, dtype_name, p, layout,
                          cpu == "all" or (cpu == "some" and p in sample)) for p in plans]
