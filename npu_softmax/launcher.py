@@ -97,6 +97,16 @@ class Plan:
     n_splits: int  # programs sharing one row (split variant; 1 otherwise)
     index_64: bool  # 64-bit offsets
 
+    def split_cols(self, n_cols: int) -> int:
+        """Columns per work item of the split variant: a whole number of ``block_n`` chunks."""
+        return triton.cdiv(triton.cdiv(n_cols, self.n_splits), self.block_n) * self.block_n
+
+    def partials(self, n_rows: int, out_dtype: torch.dtype, device: torch.device) -> torch.Tensor:
+        """An empty ``[n_rows, n_splits]`` buffer for the split variant's per-range results:
+        float32, or float64 for float64 output."""
+        acc = torch.float64 if out_dtype == torch.float64 else torch.float32
+        return torch.empty((n_rows, self.n_splits), dtype=acc, device=device)
+
 
 def plan(layout: RowLayout, itemsize: int, n_cores: int, be: Backend,
          variant: str | None = None, streams: int = 1) -> Plan:
@@ -258,9 +268,8 @@ def launch_softmax_backward(dy: torch.Tensor, y: torch.Tensor, dx: torch.Tensor,
             _launch(key, KB.softmax_bwd_online_kernel, n_rows, (dx, y, dy, *rows, scale), flags,
                     device_index, p.block_n)
         else:
-            acc = torch.float64 if y.dtype == torch.float64 else torch.float32
-            dots = torch.empty((n_rows, p.n_splits), dtype=acc, device=dy.device)
-            split_cols = triton.cdiv(triton.cdiv(n_cols, p.n_splits), p.block_n) * p.block_n
+            dots = p.partials(n_rows, y.dtype, dy.device)
+            split_cols = p.split_cols(n_cols)
             n_items = n_rows * p.n_splits
             flags["N_SPLITS"] = p.n_splits
             _launch(key + ("dot",), KB.softmax_bwd_split_dot_kernel, n_items,
@@ -272,11 +281,10 @@ def launch_softmax_backward(dy: torch.Tensor, y: torch.Tensor, dx: torch.Tensor,
 
 def _launch_split(x: torch.Tensor, y: torch.Tensor, layout: RowLayout, p: Plan, key: tuple,
                   device_index: int, log: bool, scale: float) -> None:
-    # Partial max/sum per (row, split); float32 unless the output is float64.
-    acc = torch.float64 if y.dtype == torch.float64 else torch.float32
-    part_max = torch.empty((layout.n_rows, p.n_splits), dtype=acc, device=x.device)
+    # Partial max and sum per (row, split).
+    part_max = p.partials(layout.n_rows, y.dtype, x.device)
     part_sum = torch.empty_like(part_max)
-    split_cols = triton.cdiv(triton.cdiv(layout.n_cols, p.n_splits), p.block_n) * p.block_n
+    split_cols = p.split_cols(layout.n_cols)
     n_items = layout.n_rows * p.n_splits
     rows = (layout.n_rows, layout.n_cols, layout.n_inner)
     common = {"N_SPLITS": p.n_splits, "BLOCK_N": p.block_n, "INDEX_64": p.index_64}

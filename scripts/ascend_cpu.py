@@ -135,9 +135,7 @@ def launch_values(plan: Any, x: torch.Tensor, y: torch.Tensor, dim: int) -> dict
             **dict(zip(("y_outer_stride", "y_inner_stride", "y_col_stride"), rows.y_strides)),
             "max_ptr": torch.empty(rows.n_rows, splits),
             "sum_ptr": torch.empty(rows.n_rows, splits),
-            # as launcher._launch_split: each split's columns, a whole number of chunks
-            "split_cols": triton.cdiv(triton.cdiv(rows.n_cols, splits), plan.block_n)
-            * plan.block_n,
+            "split_cols": plan.split_cols(rows.n_cols),
             "BLOCK_M": plan.block_m, "BLOCK_N": plan.block_n, "INDEX_64": plan.index_64,
             "N_SPLITS": splits, "scale": 1.0, "LOG": False}
 
