@@ -53,15 +53,18 @@ def triton_version() -> str:
     return triton.__version__
 
 
-def direct_launcher(compiled: Any) -> Callable[[int, tuple], None] | None:
-    """``launch(programs, args)`` starting an already compiled kernel on the current stream,
-    where ``args`` are all the kernel's parameters in order (constexpr values included), or
-    None where this Triton's ``CompiledKernel`` lacks the launch interface of upstream 3.3+
-    (``run(grid, stream, function, packed_metadata, launch_metadata, hooks, *args)``), as
-    triton-ascend 3.2's does.
+def direct_launcher(compiled: Any) -> Callable[[int, int, tuple], bool] | None:
+    """``launch(programs, device_index, args) -> bool``: start an already compiled kernel on the
+    device's current stream, where ``args`` are all the kernel's parameters in order (pointers
+    as integer addresses, constexpr values included; the device must be current). It returns
+    False, launching nothing, while Triton launch hooks are set (a profiler such as proton):
+    those calls go through Triton, so the hooks see them as usual. None where this Triton's
+    ``CompiledKernel`` lacks the launch interface of upstream 3.4+ (``run(grid, stream,
+    function, packed_metadata, launch_metadata, hooks, *args)``), as triton-ascend 3.2's does.
 
-    This is what ``JITFunction.run`` does after binding and specialising the arguments; the
-    caller keeps one per argument specialisation.
+    This is what ``JITFunction.run`` does after binding and specialising the arguments. An
+    integer address also spares the launcher its per-pointer driver query (the caller has the
+    tensors, on the right device).
     """
     try:
         from triton import knobs  # upstream 3.4+
@@ -72,17 +75,21 @@ def direct_launcher(compiled: Any) -> Callable[[int, tuple], None] | None:
     packed = getattr(compiled, "packed_metadata", None)
     if run is None or function is None or packed is None:
         return None
-    driver = triton.runtime.driver.active
+    stream_of = triton.runtime.driver.active.get_current_stream
     hooks = knobs.runtime
 
-    def launch(programs: int, args: tuple) -> None:
-        stream = driver.get_current_stream(driver.get_current_device())
-        enter, leave = hooks.launch_enter_hook, hooks.launch_exit_hook
-        meta = (compiled.launch_metadata((programs, 1, 1), stream, *args)
-                if enter is not None or leave is not None else None)
-        run(programs, 1, 1, stream, function, packed, meta, enter, leave, *args)
+    def launch(programs: int, device_index: int, args: tuple) -> bool:
+        if _hooked(hooks.launch_enter_hook) or _hooked(hooks.launch_exit_hook):
+            return False
+        run(programs, 1, 1, stream_of(device_index), function, packed, None, None, None, *args)
+        return True
 
     return launch
+
+
+def _hooked(hook: Any) -> bool:
+    # A launch hook is a function, None, or (upstream 3.5+) a chain of functions, maybe empty.
+    return hook is not None and bool(getattr(hook, "calls", True))
 
 
 def ast_source(fn: Any, signature: dict[str, str], constexprs: dict[str, Any],

@@ -2,14 +2,16 @@
 
 Each validates its arguments in plain Python (nothing here asks the Triton driver anything, so
 ``torch.compile`` traces these functions without a graph break) and calls a custom op from
-``ops``. Supported dtypes: float16, bfloat16, float32, and float64 except on Ascend.
+``ops``. Eager calls skip the op's dispatch (``eager``): they run its body, autograd through a
+``torch.autograd.Function``, and a repeat of a call signature runs its kept launch. Supported
+dtypes: float16, bfloat16, float32, and float64 except on Ascend.
 """
 
 from __future__ import annotations
 
 import torch
 
-from . import checks, ops
+from . import checks, eager, ops
 
 
 def softmax(x: torch.Tensor, dim: int = -1, *, dtype: torch.dtype | None = None,
@@ -81,36 +83,34 @@ def log_softmax_(x: torch.Tensor, dim: int = -1, *, temperature: float | None = 
 def _dispatch(log: bool, x: torch.Tensor, dim: int, dtype: torch.dtype | None,
               temperature: float | None, variant: str | None,
               out: torch.Tensor | None) -> torch.Tensor:
+    key = None
+    if out is None and eager.plain(x):
+        # A signature seen before skips everything below (see ``eager``).
+        key = eager.signature(x, dim, dtype, temperature, variant, log)
+        if not eager.records_grad(x):
+            y = eager.repeat(key, x)
+            if y is not None:
+                return y
     fn = ops.op_name(log)
     checks.check_args(fn, x, dim, variant)
     out_dtype = checks.check_dtype_arg(fn, x, dtype)
     t = checks.check_temperature(fn, temperature)
-    dim = checks.wrap_dim(dim, x.dim())
+    wrapped = checks.wrap_dim(dim, x.dim())
     if out is None:
-        if _eager(x):
-            return ops.run_forward(x, dim, out_dtype, t, log, variant)
-        op = ops.log_softmax if log else ops.softmax
-        return op(x, dim, dtype, t, variant)
+        if key is None:
+            op = ops.log_softmax if log else ops.softmax
+            return op(x, wrapped, dtype, t, variant)
+        run = ops.eager_differentiable if eager.records_grad(x) else ops.eager_forward
+        return run(key, x, wrapped, out_dtype, t, log, variant)
     checks.check_out(fn, x, out, out_dtype)
     _no_grad(fn, x, out)
-    if _eager(x):
-        ops.run_out(x, out, dim, t, log, variant)
+    if eager.plain(x):
+        ops.run_out(x, out, wrapped, t, log, variant)
     elif out is x:
-        (ops.log_softmax_ if log else ops.softmax_)(x, dim, t, variant)
+        (ops.log_softmax_ if log else ops.softmax_)(x, wrapped, t, variant)
     else:
-        (ops.log_softmax_out if log else ops.softmax_out)(x, dim, t, variant, out)
+        (ops.log_softmax_out if log else ops.softmax_out)(x, wrapped, t, variant, out)
     return out
-
-
-def _eager(x: torch.Tensor) -> bool:
-    """Whether a call may run the kernels directly instead of through its custom op.
-
-    The op's dispatch costs tens of microseconds of host time, more than a small kernel runs;
-    it is needed only for autograd, for ``torch.compile``/export tracing and for tensor
-    subclasses (fake tensors), which all still go through it.
-    """
-    return (type(x) is torch.Tensor and not torch.compiler.is_compiling()
-            and not (x.requires_grad and torch.is_grad_enabled()))
 
 
 def _inplace(log: bool, x: torch.Tensor, dim: int, temperature: float | None,
@@ -123,7 +123,7 @@ def _inplace(log: bool, x: torch.Tensor, dim: int, temperature: float | None,
     _no_grad(fn, x, x)
     t = checks.check_temperature(fn, temperature)
     dim = checks.wrap_dim(dim, x.dim())
-    if _eager(x):
+    if eager.plain(x):
         ops.run_out(x, x, dim, t, log, variant)
     else:
         (ops.log_softmax_ if log else ops.softmax_)(x, dim, t, variant)

@@ -17,7 +17,7 @@ from collections.abc import Iterator
 
 import torch
 
-from . import checks, launcher, ops
+from . import checks, eager, launcher, ops
 
 #: Dispatch key of the torch device type served by each Triton backend.
 DISPATCH_KEY = {"npu": "PrivateUse1", "cuda": "CUDA"}
@@ -27,10 +27,16 @@ _library: torch.library.Library | None = None
 
 def _aten_forward(log: bool):  # noqa: ANN202
     def impl(x: torch.Tensor, dim: int, half_to_float: bool) -> torch.Tensor:
+        # Below autograd, on a real tensor: a signature seen before repeats its launch.
+        key = eager.signature(x, "aten", dim, half_to_float, log)
+        y = eager.repeat(key, x)
+        if y is not None:
+            return y
         out_dtype = torch.float32 if half_to_float else x.dtype
         y = torch.empty(x.shape, dtype=out_dtype, device=x.device)
         if out_dtype in _served_dtypes():
-            ops.forward_into(x, y, checks.wrap_dim(dim, x.dim()), 1.0, log, None)
+            launch = ops.forward_into(x, y, checks.wrap_dim(dim, x.dim()), 1.0, log, None)
+            eager.remember(key, (x,), y, launch)
             return y
         # float64 on Ascend: the kernels have no fp64 there; torch's elementwise ops do.
         xs = x.to(out_dtype)

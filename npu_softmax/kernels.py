@@ -193,26 +193,27 @@ def softmax_online_kernel(
 
 @triton.jit(do_not_specialize=["n_rows"])
 def softmax_split_stats_kernel(
-    max_ptr, sum_ptr, x_ptr, n_rows, n_cols, n_inner,
+    part_ptr, x_ptr, n_rows, n_cols, n_inner,
     x_outer_stride, x_inner_stride, x_col_stride, split_cols, scale,
     N_SPLITS: tl.constexpr, BLOCK_N: tl.constexpr, INDEX_64: tl.constexpr,
 ):
-    """Pass 1 of a split row: max and sum of each ``split_cols`` range into
-    ``[n_rows, N_SPLITS]``."""
-    ACC_TY: tl.constexpr = max_ptr.dtype.element_ty
+    """Pass 1 of a split row: max and sum of each ``split_cols`` range into ``part_ptr``, a
+    ``[2, n_rows, N_SPLITS]`` buffer (maxima, then sums; one buffer, one allocation)."""
+    ACC_TY: tl.constexpr = part_ptr.dtype.element_ty
     cols = _widen(tl.arange(0, BLOCK_N), INDEX_64)
-    for i in tl.range(tl.program_id(0), n_rows * N_SPLITS, tl.num_programs(0)):
+    n_items = n_rows * N_SPLITS
+    for i in tl.range(tl.program_id(0), n_items, tl.num_programs(0)):
         item = _widen(i, INDEX_64)
         row, lo, hi = _split_range(item, split_cols, n_cols, N_SPLITS)
         x_row = x_ptr + _row_start(row, n_inner, x_outer_stride, x_inner_stride)
         m, d = _range_stats(x_row, x_col_stride, cols, lo, hi, scale, BLOCK_N, ACC_TY)
-        tl.store(max_ptr + item, m)
-        tl.store(sum_ptr + item, d)
+        tl.store(part_ptr + item, m)
+        tl.store(part_ptr + n_items + item, d)
 
 
 @triton.jit(do_not_specialize=["n_rows"])
 def softmax_split_norm_kernel(
-    y_ptr, max_ptr, sum_ptr, x_ptr, n_rows, n_cols, n_inner,
+    y_ptr, part_ptr, x_ptr, n_rows, n_cols, n_inner,
     x_outer_stride, x_inner_stride, x_col_stride,
     y_outer_stride, y_inner_stride, y_col_stride, split_cols, scale,
     N_SPLITS: tl.constexpr, BLOCK_N: tl.constexpr, INDEX_64: tl.constexpr, LOG: tl.constexpr,
@@ -223,14 +224,16 @@ def softmax_split_norm_kernel(
     kernel starts), so ``y`` may be ``x`` (in place).
     """
     OUT_TY: tl.constexpr = y_ptr.dtype.element_ty
-    ACC_TY: tl.constexpr = max_ptr.dtype.element_ty
+    ACC_TY: tl.constexpr = part_ptr.dtype.element_ty
     cols = _widen(tl.arange(0, BLOCK_N), INDEX_64)
     splits = tl.arange(0, N_SPLITS)
-    for i in tl.range(tl.program_id(0), n_rows * N_SPLITS, tl.num_programs(0)):
+    n_items = n_rows * N_SPLITS
+    for i in tl.range(tl.program_id(0), n_items, tl.num_programs(0)):
         item = _widen(i, INDEX_64)
         row, lo, hi = _split_range(item, split_cols, n_cols, N_SPLITS)
-        m_parts = tl.load(max_ptr + row * N_SPLITS + splits)
-        d_parts = tl.load(sum_ptr + row * N_SPLITS + splits)
+        parts = part_ptr + row * N_SPLITS + splits
+        m_parts = tl.load(parts)
+        d_parts = tl.load(parts + n_items)
         shift = _safe_shift(tl.max(m_parts, axis=0))
         d = tl.sum(d_parts * tl.exp(m_parts - shift), axis=0)
         x_row = x_ptr + _row_start(row, n_inner, x_outer_stride, x_inner_stride)

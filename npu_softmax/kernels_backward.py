@@ -8,9 +8,10 @@ With ``y`` the forward's output, ``dy`` the incoming gradient and ``s`` the forw
 
 The row matrix is the forward's (see ``kernels``): ``dy`` is addressed by the ``dy_*`` strides,
 ``y`` and ``dx`` share the ``y_*`` strides. The variants mirror the forward's and the launcher
-picks them with the same ``plan``: a tile of whole rows, one looped row per iteration, or a row
-split across programs (partial sums, then the gradient). All are persistent. Arithmetic is float32
-(float64 when ``y`` is float64); ``dx`` is written in its own dtype (the forward input's).
+picks them with the same ``plan``: one whole row or a tile of whole rows per iteration, one
+looped row per iteration, or a row split across programs (partial sums, then the gradient). All
+are persistent. Arithmetic is float32 (float64 when ``y`` is float64); ``dx`` is written in its
+own dtype (the forward input's).
 """
 
 import triton
@@ -63,6 +64,30 @@ def _range_grad(dx_row, y_row, dy_row, y_col_stride, dy_col_stride, cols, lo, hi
         dy = tl.load(dy_row + c * dy_col_stride, mask=mask, other=0.0).to(ACC_TY)
         dx = _grad(dy, y, dot, scale, LOG)
         tl.store(dx_row + c * y_col_stride, dx.to(dx_row.dtype.element_ty), mask=mask)
+
+
+@triton.jit(do_not_specialize=["n_rows"])
+def softmax_bwd_row_kernel(
+    dx_ptr, y_ptr, dy_ptr, n_rows, n_cols, n_inner,
+    dy_outer_stride, dy_inner_stride, dy_col_stride,
+    y_outer_stride, y_inner_stride, y_col_stride, scale,
+    BLOCK_N: tl.constexpr, INDEX_64: tl.constexpr, LOG: tl.constexpr,
+):
+    """A row that fits one block: one row per iteration as a 1-D block (as the forward's row
+    kernel, so no warp idles on a size-1 row axis)."""
+    ACC_TY: tl.constexpr = tl.float64 if y_ptr.dtype.element_ty == tl.float64 else tl.float32
+    cols = _widen(tl.arange(0, BLOCK_N), INDEX_64)
+    mask = cols < n_cols
+    for r in tl.range(tl.program_id(0), n_rows, tl.num_programs(0)):
+        row = _widen(r, INDEX_64)
+        y_offs = _row_start(row, n_inner, y_outer_stride, y_inner_stride) + cols * y_col_stride
+        dy_offs = _row_start(row, n_inner, dy_outer_stride, dy_inner_stride) \
+            + cols * dy_col_stride
+        y = tl.load(y_ptr + y_offs, mask=mask, other=0.0).to(ACC_TY)
+        dy = tl.load(dy_ptr + dy_offs, mask=mask, other=0.0).to(ACC_TY)
+        dot = tl.sum(_term(dy, y, LOG), axis=0)
+        dx = _grad(dy, y, dot, scale, LOG)
+        tl.store(dx_ptr + y_offs, dx.to(dx_ptr.dtype.element_ty), mask=mask)
 
 
 @triton.jit(do_not_specialize=["n_rows"])

@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import functools
+import operator
 import threading
 from dataclasses import dataclass
 from typing import Any, Callable
@@ -101,12 +102,6 @@ class Plan:
         """Columns per work item of the split variant: a whole number of ``block_n`` chunks."""
         return triton.cdiv(triton.cdiv(n_cols, self.n_splits), self.block_n) * self.block_n
 
-    def partials(self, n_rows: int, out_dtype: torch.dtype, device: torch.device) -> torch.Tensor:
-        """An empty ``[n_rows, n_splits]`` buffer for the split variant's per-range results:
-        float32, or float64 for float64 output."""
-        acc = torch.float64 if out_dtype == torch.float64 else torch.float32
-        return torch.empty((n_rows, self.n_splits), dtype=acc, device=device)
-
 
 def plan(layout: RowLayout, itemsize: int, n_cores: int, be: Backend,
          variant: str | None = None, streams: int = 1) -> Plan:
@@ -146,106 +141,181 @@ def _plan(n_rows: int, n_cols: int, max_offset: int, itemsize: int, n_cores: int
         block_n = full_block
         block_m = be.rows_per_block(block_n, n_rows, n_cores, itemsize)
     elif variant == "split":
-        # About four work items per core (measured best on an H100), at most MAX_SPLITS.
-        wanted = min(triton.cdiv(4 * n_cores, n_rows), MAX_SPLITS)
+        # The target's work items per core, at most MAX_SPLITS per row.
+        wanted = min(triton.cdiv(be.split_items_per_core * n_cores, n_rows), MAX_SPLITS)
         n_splits = triton.next_power_of_2(max(2, min(wanted, most_splits)))
-    reach = max(max_offset, n_rows * n_splits) + block_m * block_n * n_splits
+    # The split variant's scratch holds 2 * n_rows * n_splits partial results.
+    reach = max(max_offset, 2 * n_rows * n_splits) + block_m * block_n * n_splits
     return Plan(variant, block_m, block_n, n_splits, index_64=reach >= 2**31)
 
 
 kernels: dict[tuple, int] = {}
 _lock = threading.RLock()
-#: (kernel key, argument specialisation) -> a direct launcher of the compiled binary (GPUs).
-_direct: dict[tuple, Callable] = {}
-
-
-def _specialisation(args: tuple) -> tuple:
-    """What Triton specialises a binary on, for each argument (a superset, to be safe): a
-    tensor's 16-byte alignment; an integer being 1, a multiple of 16, or wider than 32 bits.
-    Floats are never specialised."""
-    return tuple([a.data_ptr() % 16 == 0 if type(a) is torch.Tensor
-                  else None if type(a) is float
-                  else (a == 1, a % 16 == 0, -2**31 <= a < 2**31) for a in args])
 
 
 def _launch(key: tuple, kernel: Any, n_items: int, args: tuple, constexprs: dict[str, Any],
-            device_index: int, block_elems: int) -> None:
-    """Launch ``kernel`` over ``n_items`` work items on a persistent grid.
+            device_index: int, tile: tuple[int, int, int]) -> tuple[Any, int]:
+    """Launch ``kernel`` through Triton over ``n_items`` work items on a persistent grid; return
+    what the launch returned (the compiled kernel, on GPUs) and the grid size.
 
     The first call for a ``key`` sizes the grid (compiling on GPUs) and launches under a lock,
-    so threads racing on a new key compile it once; later calls only read ``kernels``. On
-    CUDA/HIP a binary already launched once for the same argument specialisation is started
-    directly, skipping Triton's per-call argument binding (most of a small call's host time).
+    so threads racing on a new key compile it once; later calls only read ``kernels``.
     """
     be = backend()
+    options = be.options(*tile)
     max_programs = kernels.get(key)
-    direct_key = None
-    if max_programs is not None and be.name in ("cuda", "hip"):
-        direct_key = (key, _specialisation(args))
-        direct = _direct.get(direct_key)
-        if direct is not None:
-            n_const = tuple(constexprs[name] for name in kernel.arg_names[len(args):])
-            direct(max(1, min(max_programs, n_items)), args + n_const)
-            return
-    options = be.options(block_elems)
     if max_programs is None or isinstance(be, InterpreterBackend):
         # The interpreter patches triton.language globally while it runs: one launch at a time.
         with _lock:
             max_programs = kernels.get(key)
             if max_programs is None:
                 max_programs = be.max_programs(kernel, args, constexprs, options, device_index)
-            grid = (max(1, min(max_programs, n_items, be.max_grid)),)
-            kernel[grid](*args, **constexprs, **options)
+            grid = max(1, min(max_programs, n_items, be.max_grid))
+            compiled = kernel[(grid,)](*args, **constexprs, **options)
             kernels[key] = max_programs
-        return
-    grid = (max(1, min(max_programs, n_items, be.max_grid)),)
-    compiled = kernel[grid](*args, **constexprs, **options)
-    if direct_key is not None:
-        direct = _compat.direct_launcher(compiled)
+        return compiled, grid
+    grid = max(1, min(max_programs, n_items, be.max_grid))
+    return kernel[(grid,)](*args, **constexprs, **options), grid
+
+
+class _Step:
+    """One kernel launch of a ``Launch``: the kernel, its ``kernels`` key and work items, which
+    of the call's tensors it takes (``operands``, by index) and the scalars that follow them.
+
+    On CUDA, once Triton has launched the step with every pointer 16-byte aligned, the step
+    keeps that binary and starts it directly on later aligned calls (``_compat.
+    direct_launcher``), skipping Triton's per-call binding and specialisation of the arguments,
+    which is most of a small call's host time. The scalars are fixed by the call's signature,
+    so the binary's integer specialisation holds; pointer alignment is checked per call.
+    """
+
+    def __init__(self, kernel: Any, key: tuple, n_items: int, operands: tuple[int, ...],
+                 scalars: tuple, constexprs: dict[str, Any], tile: tuple[int, int, int]) -> None:
+        self.kernel, self.key, self.n_items = kernel, key, n_items
+        self.operands, self.scalars, self.constexprs = operands, scalars, constexprs
+        self.tile = tile  # (block_m, block_n, itemsize), for the compile options
+        # The launcher takes every parameter in order, constexpr values included.
+        first_constexpr = len(operands) + len(scalars)
+        self.tail = scalars + tuple(constexprs[name]
+                                    for name in kernel.arg_names[first_constexpr:])
+        self.grid = 0
+        self.direct: Callable[[int, int, tuple], bool] | None = None
+
+    def __call__(self, tensors: tuple[torch.Tensor, ...], device_index: int) -> None:
+        direct = self.direct
         if direct is not None:
-            _direct[direct_key] = direct
+            ptrs = [tensors[i].data_ptr() for i in self.operands]
+            if not functools.reduce(operator.or_, ptrs) & 15 and direct(
+                    self.grid, device_index, (*ptrs, *self.tail)):
+                return
+        args = [tensors[i] for i in self.operands]
+        compiled, grid = _launch(self.key, self.kernel, self.n_items, (*args, *self.scalars),
+                                 self.constexprs, device_index, self.tile)
+        if backend().name == "cuda" and not any(t.data_ptr() & 15 for t in args):
+            self.grid = grid
+            self.direct = _compat.direct_launcher(compiled)
+
+
+class Launch:
+    """A softmax call, or its backward, planned once for one signature (shapes, strides, dtypes,
+    device, variant, log flag and scale): calling it with tensors of that signature runs the
+    kernels. The forward takes ``(x, y)``, the backward ``(dy, y, dx)``. Built by
+    ``launch_softmax``/``launch_softmax_backward``; callers that meet the signature again (the
+    eager call cache) keep it, so a repeat call does no planning at all.
+    """
+
+    __slots__ = ("plan", "device", "steps", "scratch", "guarded")
+
+    def __init__(self, plan: Plan, device: torch.device, steps: tuple[_Step, ...],
+                 scratch: tuple[int, torch.dtype] | None = None) -> None:
+        self.plan, self.device, self.steps = plan, device, steps
+        #: Elements and dtype of the split variant's scratch buffer (the last operand).
+        self.scratch = scratch
+        self.guarded = _needs_guard(device.type)
+
+    def __call__(self, *tensors: torch.Tensor) -> None:
+        if self.guarded:
+            with _device_guard(self.device):
+                self._run(tensors)
+        else:
+            self._run(tensors)
+
+    def _run(self, tensors: tuple[torch.Tensor, ...]) -> None:
+        if self.scratch is not None:
+            n, dtype = self.scratch
+            tensors = (*tensors, torch.empty(n, dtype=dtype, device=self.device))
+        index = self.device.index or 0
+        for step in self.steps:
+            step(tensors, index)
+
+
+def _acc_dtype(out_dtype: torch.dtype) -> torch.dtype:
+    # The kernels' arithmetic (and the split variants' partial results): float32, or float64
+    # for float64 output.
+    return torch.float64 if out_dtype == torch.float64 else torch.float32
 
 
 def launch_softmax(x: torch.Tensor, y: torch.Tensor, layout: RowLayout,
                    variant: str | None = None, *, log: bool = False,
-                   scale: float = 1.0) -> Plan:
+                   scale: float = 1.0) -> Launch:
     """Write ``softmax(x * scale)`` (``log_softmax`` with ``log``) into ``y`` along the rows of
-    ``layout``; return the plan used.
+    ``layout``; return the ``Launch``, which repeats the call for tensors of the same signature.
 
     ``x`` and ``y`` are on one device; ``y``'s dtype is the output dtype; no element is empty.
     ``y`` may be ``x`` itself (every variant reads an element before writing it, in one program).
     """
+    launch = prepare_softmax(x.dtype, y.dtype, x.device, layout, variant, log=log, scale=scale)
+    launch(x, y)
+    return launch
+
+
+def prepare_softmax(x_dtype: torch.dtype, y_dtype: torch.dtype, device: torch.device,
+                    layout: RowLayout, variant: str | None = None, *, log: bool = False,
+                    scale: float = 1.0) -> Launch:
+    """The ``Launch`` of ``launch_softmax`` for inputs of ``x_dtype`` and outputs of ``y_dtype``
+    on ``device`` laid out as ``layout``, without running it. Operands: ``(x, y)``."""
     be = backend()
-    device_index = x.device.index or 0
-    p = plan(layout, max(x.element_size(), y.element_size()), core_count(device_index), be,
-             variant)
-    n_rows, n_cols, n_inner = layout.n_rows, layout.n_cols, layout.n_inner
-    key = (p.variant, p.block_m, p.block_n, p.n_splits, p.index_64, x.dtype, y.dtype, log,
-           be.name, x.device.type, device_index)
-    args = (y, x, n_rows, n_cols, n_inner, *layout.x_strides, *layout.y_strides, scale)
-    with _device_guard(x.device):
-        if p.variant == "tile" and p.block_m == 1:
-            _launch(key, K.softmax_row_kernel, n_rows, args,
-                    {"BLOCK_N": p.block_n, "INDEX_64": p.index_64, "LOG": log}, device_index,
-                    p.block_n)
-        elif p.variant == "tile":
-            _launch(key, K.softmax_tile_kernel, triton.cdiv(n_rows, p.block_m), args,
-                    {"BLOCK_M": p.block_m, "BLOCK_N": p.block_n, "INDEX_64": p.index_64,
-                     "LOG": log}, device_index, p.block_m * p.block_n)
-        elif p.variant == "online":
-            _launch(key, K.softmax_online_kernel, n_rows, args,
-                    {"BLOCK_N": p.block_n, "INDEX_64": p.index_64, "LOG": log}, device_index,
-                    p.block_n)
-        else:
-            _launch_split(x, y, layout, p, key, device_index, log, scale)
-    return p
+    device_index = device.index or 0
+    itemsize = max(x_dtype.itemsize, y_dtype.itemsize)
+    p = plan(layout, itemsize, core_count(device_index), be, variant)
+    key = (p.variant, p.block_m, p.block_n, p.n_splits, p.index_64, x_dtype, y_dtype, log,
+           be.name, device.type, device_index)
+    rows = (layout.n_rows, layout.n_cols, layout.n_inner)
+    flags = {"BLOCK_N": p.block_n, "INDEX_64": p.index_64, "LOG": log}
+    tile = (p.block_m, p.block_n, itemsize)
+    every_row = (*rows, *layout.x_strides, *layout.y_strides, scale)
+    if p.variant == "tile" and p.block_m == 1:
+        steps = (_Step(K.softmax_row_kernel, key, layout.n_rows, (1, 0), every_row, flags,
+                       tile),)
+    elif p.variant == "tile":
+        steps = (_Step(K.softmax_tile_kernel, key, triton.cdiv(layout.n_rows, p.block_m),
+                       (1, 0), every_row, {**flags, "BLOCK_M": p.block_m},
+                       tile),)
+    elif p.variant == "online":
+        steps = (_Step(K.softmax_online_kernel, key, layout.n_rows, (1, 0), every_row, flags,
+                       tile),)
+    else:
+        # Pass 1 writes each (row, split)'s max and sum into the scratch operand (index 2),
+        # pass 2 combines them and normalises.
+        n_items = layout.n_rows * p.n_splits
+        cols = p.split_cols(layout.n_cols)
+        stats_flags = {"N_SPLITS": p.n_splits, "BLOCK_N": p.block_n, "INDEX_64": p.index_64}
+        steps = (
+            _Step(K.softmax_split_stats_kernel, key + ("stats",), n_items, (2, 0),
+                  (*rows, *layout.x_strides, cols, scale), stats_flags, tile),
+            _Step(K.softmax_split_norm_kernel, key + ("norm",), n_items, (1, 2, 0),
+                  (*rows, *layout.x_strides, *layout.y_strides, cols, scale),
+                  {**stats_flags, "LOG": log}, tile),
+        )
+        return Launch(p, device, steps, (2 * n_items, _acc_dtype(y_dtype)))
+    return Launch(p, device, steps)
 
 
 def launch_softmax_backward(dy: torch.Tensor, y: torch.Tensor, dx: torch.Tensor,
                             layout: RowLayout, variant: str | None = None, *,
-                            log: bool = False, scale: float = 1.0) -> Plan:
+                            log: bool = False, scale: float = 1.0) -> Launch:
     """Write the gradient of ``softmax(x * scale)`` (``log_softmax`` with ``log``) into ``dx``,
-    from the forward's output ``y`` and the incoming gradient ``dy``; return the plan used.
+    from the forward's output ``y`` and the incoming gradient ``dy``; return the ``Launch``.
 
     ``layout.x_strides`` address ``dy``; ``layout.y_strides`` address both ``y`` and ``dx``.
     The variant and tile come from the forward's ``plan``, for two input streams.
@@ -254,55 +324,54 @@ def launch_softmax_backward(dy: torch.Tensor, y: torch.Tensor, dx: torch.Tensor,
     device_index = dy.device.index or 0
     itemsize = max(dy.element_size(), y.element_size(), dx.element_size())
     p = plan(layout, itemsize, core_count(device_index), be, variant, streams=2)
-    n_rows, n_cols, n_inner = layout.n_rows, layout.n_cols, layout.n_inner
     key = ("backward", p.variant, p.block_m, p.block_n, p.n_splits, p.index_64, dy.dtype,
            y.dtype, dx.dtype, log, be.name, dy.device.type, device_index)
-    rows = (n_rows, n_cols, n_inner, *layout.x_strides, *layout.y_strides)
+    rows = (layout.n_rows, layout.n_cols, layout.n_inner, *layout.x_strides, *layout.y_strides)
     flags = {"BLOCK_N": p.block_n, "INDEX_64": p.index_64, "LOG": log}
-    with _device_guard(dy.device):
-        if p.variant == "tile":
-            _launch(key, KB.softmax_bwd_tile_kernel, triton.cdiv(n_rows, p.block_m),
-                    (dx, y, dy, *rows, scale), {**flags, "BLOCK_M": p.block_m}, device_index,
-                    p.block_m * p.block_n)
-        elif p.variant == "online":
-            _launch(key, KB.softmax_bwd_online_kernel, n_rows, (dx, y, dy, *rows, scale), flags,
-                    device_index, p.block_n)
-        else:
-            dots = p.partials(n_rows, y.dtype, dy.device)
-            split_cols = p.split_cols(n_cols)
-            n_items = n_rows * p.n_splits
-            flags["N_SPLITS"] = p.n_splits
-            _launch(key + ("dot",), KB.softmax_bwd_split_dot_kernel, n_items,
-                    (dots, y, dy, *rows, split_cols), flags, device_index, p.block_n)
-            _launch(key + ("grad",), KB.softmax_bwd_split_grad_kernel, n_items,
-                    (dx, dots, y, dy, *rows, split_cols, scale), flags, device_index, p.block_n)
-    return p
-
-
-def _launch_split(x: torch.Tensor, y: torch.Tensor, layout: RowLayout, p: Plan, key: tuple,
-                  device_index: int, log: bool, scale: float) -> None:
-    # Partial max and sum per (row, split).
-    part_max = p.partials(layout.n_rows, y.dtype, x.device)
-    part_sum = torch.empty_like(part_max)
-    split_cols = p.split_cols(layout.n_cols)
-    n_items = layout.n_rows * p.n_splits
-    rows = (layout.n_rows, layout.n_cols, layout.n_inner)
-    common = {"N_SPLITS": p.n_splits, "BLOCK_N": p.block_n, "INDEX_64": p.index_64}
-    _launch(key + ("stats",), K.softmax_split_stats_kernel, n_items,
-            (part_max, part_sum, x, *rows, *layout.x_strides, split_cols, scale),
-            common, device_index, p.block_n)
-    _launch(key + ("norm",), K.softmax_split_norm_kernel, n_items,
-            (y, part_max, part_sum, x, *rows, *layout.x_strides, *layout.y_strides, split_cols,
-             scale), {**common, "LOG": log}, device_index, p.block_n)
+    tile = (p.block_m, p.block_n, itemsize)
+    # Operands: (dy, y, dx) and, for the split variant, the partial sums' scratch (3).
+    scratch = None
+    if p.variant == "tile" and p.block_m == 1:
+        steps = (_Step(KB.softmax_bwd_row_kernel, key, layout.n_rows, (2, 1, 0),
+                       (*rows, scale), flags, tile),)
+    elif p.variant == "tile":
+        steps = (_Step(KB.softmax_bwd_tile_kernel, key, triton.cdiv(layout.n_rows, p.block_m),
+                       (2, 1, 0), (*rows, scale), {**flags, "BLOCK_M": p.block_m},
+                       tile),)
+    elif p.variant == "online":
+        steps = (_Step(KB.softmax_bwd_online_kernel, key, layout.n_rows, (2, 1, 0),
+                       (*rows, scale), flags, tile),)
+    else:
+        n_items = layout.n_rows * p.n_splits
+        cols = p.split_cols(layout.n_cols)
+        flags["N_SPLITS"] = p.n_splits
+        steps = (
+            _Step(KB.softmax_bwd_split_dot_kernel, key + ("dot",), n_items, (3, 1, 0),
+                  (*rows, cols), flags, tile),
+            _Step(KB.softmax_bwd_split_grad_kernel, key + ("grad",), n_items, (2, 3, 1, 0),
+                  (*rows, cols, scale), flags, tile),
+        )
+        scratch = (n_items, _acc_dtype(y.dtype))
+    launch = Launch(p, dy.device, steps, scratch)
+    launch(dy, y, dx)
+    return launch
 
 
 def _device_guard(device: torch.device) -> Any:
     """Make ``device`` current so Triton launches there (and on its current stream)."""
-    if device.index is None or device.type not in ("cuda", "npu"):
+    if device.index is None or not _needs_guard(device.type):
         return contextlib.nullcontext()
     if device.type == "cuda":
         return torch.cuda._DeviceGuard(device.index)  # the cheap guard compiled code uses
     return torch.npu.device(device.index)
+
+
+@functools.cache
+def _needs_guard(device_type: str) -> bool:
+    # With one device of a type it is always the current one; skipping the guard then saves a
+    # few microseconds of every call.
+    module = getattr(torch, device_type, None) if device_type in ("cuda", "npu") else None
+    return module is not None and module.device_count() > 1
 
 
 def reachable_plans(be: Backend, itemsize: int, n_cores: int, col_stride: int = 1) -> list[Plan]:
@@ -317,8 +386,9 @@ def reachable_plans(be: Backend, itemsize: int, n_cores: int, col_stride: int = 
     returned with both index widths.
     """
     # Long enough that a single row is split as many ways as plan() ever splits one.
-    max_cols = 4 * n_cores * max(be.tile_elems(itemsize), be.chunk_elems(itemsize, "online"),
-                                  be.chunk_elems(itemsize, "split"))
+    longest_chunk = max(be.tile_elems(itemsize), be.chunk_elems(itemsize, "online"),
+                        be.chunk_elems(itemsize, "split"))
+    max_cols = be.split_items_per_core * n_cores * longest_chunk
     col_counts = sorted({c for k in range(max_cols.bit_length()) for c in (1 << k, (1 << k) + 1)})
     row_counts = set(range(1, 2 * n_cores + 2))
     row_counts |= {n_cores << k for k in range(be.tile_elems(itemsize).bit_length() + 1)}

@@ -17,13 +17,18 @@ kernels (no double backward). ``dim`` is already wrapped to ``[0, ndim)`` by the
 check dtypes and devices against the Triton target (inside the op, so tracing never sees the
 driver lookup). Tensors on a device the kernels do not serve (CPU without the interpreter) run
 torch's own softmax, so every device the public API accepts has an implementation.
+
+Eager calls from ``api`` skip the op's dispatch: ``eager_forward`` runs the op's body, and
+``eager_differentiable`` the same under a ``torch.autograd.Function`` when autograd records the
+call. Forward and backward bodies keep their launch per call signature (``eager``).
 """
 
 from typing import Optional
 
 import torch
+from torch.autograd.function import once_differentiable
 
-from . import checks, launcher
+from . import checks, eager, launcher
 from .layout import row_layout
 
 Tensor = torch.Tensor
@@ -51,47 +56,52 @@ def _fp32_scale_ok(dtype: torch.dtype, temperature: float) -> bool:
 
 
 def forward_into(x: Tensor, y: Tensor, dim: int, temperature: float, log: bool,
-                 variant: Optional[str]) -> None:
+                 variant: Optional[str]) -> Optional[launcher.Launch]:
     """Write ``softmax(x / temperature)`` (``log_softmax`` with ``log``) along ``dim`` into ``y``.
 
     ``y`` has ``x``'s shape, any strides without internal overlap, and the output dtype; it may
     be ``x`` itself. ``x`` is cast to ``y.dtype`` first, as torch does for ``dtype=``.
+
+    Returns the ``launcher.Launch`` when the kernels ran on ``x`` and ``y`` as given (tensors of
+    the same signature may repeat it), None when the call needed a cast, a copy or torch.
     """
     if y.numel() == 0:
-        return
+        return None
     if not launcher.serves(x.device):
         fn = torch.log_softmax if log else torch.softmax
         y.copy_(fn(x.to(y.dtype) / temperature, dim))
-        return
+        return None
+    as_given = True
     if not x.is_floating_point() or _narrows(x.dtype, y.dtype):
         # The kernels only widen on load; a narrowing dtype= rounds in torch first, as
         # torch.softmax does (and Triton's interpreter would truncate bfloat16 instead).
-        x = x.to(y.dtype)
+        x, as_given = x.to(y.dtype), False
     if not _fp32_scale_ok(y.dtype, temperature):
-        x, temperature = x / temperature, 1.0
+        x, temperature, as_given = x / temperature, 1.0, False
     xv, yv = _as_rows(x), _as_rows(y)
     layout = row_layout(xv.shape, dim, xv.stride(), yv.stride())
     if layout is None and xv.data_ptr() != yv.data_ptr():
         # More than two non-normalised dims that no stride pair describes (a permuted 4-d view,
         # say): copy the input. In place that would not help, so the output goes through a
         # contiguous buffer instead.
-        xv = xv.contiguous()
+        xv, as_given = xv.contiguous(), False
         layout = row_layout(xv.shape, dim, xv.stride(), yv.stride())
     if layout is None:
         tmp = torch.empty(yv.shape, dtype=yv.dtype, device=yv.device)
         forward_into(xv, tmp, dim, temperature, log, variant)
         yv.copy_(tmp)
-        return
-    launcher.launch_softmax(xv, yv, layout, variant, log=log, scale=1.0 / temperature)
+        return None
+    launch = launcher.launch_softmax(xv, yv, layout, variant, log=log, scale=1.0 / temperature)
+    return launch if as_given else None
 
 
 def run_forward(x: Tensor, dim: int, out_dtype: torch.dtype, temperature: float, log: bool,
-                variant: Optional[str]) -> Tensor:
-    """The forward op's body: check the target, allocate the output, run the kernels."""
+                variant: Optional[str]) -> tuple[Tensor, Optional[launcher.Launch]]:
+    """The forward op's body: check the target, allocate the output, run the kernels; return
+    the output and, as ``forward_into``, the launch that wrote it."""
     checks.check_target(op_name(log), x, out_dtype)
     y = torch.empty(x.shape, dtype=out_dtype, device=x.device)
-    forward_into(x, y, dim, temperature, log, variant)
-    return y
+    return y, forward_into(x, y, dim, temperature, log, variant)
 
 
 def run_out(x: Tensor, out: Tensor, dim: int, temperature: float, log: bool,
@@ -106,24 +116,84 @@ def run_out(x: Tensor, out: Tensor, dim: int, temperature: float, log: bool,
 
 def backward(grad: Tensor, output: Tensor, dim: int, input_dtype: torch.dtype,
              temperature: float, log: bool, variant: Optional[str]) -> Tensor:
-    """The gradient w.r.t. the forward's input, of dtype ``input_dtype`` (contiguous)."""
+    """The gradient w.r.t. the forward's input, of dtype ``input_dtype`` (contiguous); a
+    signature seen before repeats its kept launch (``eager``)."""
+    key = None
+    if eager.plain(grad) and type(output) is Tensor:
+        key = eager.signature(grad, output.stride(), output.dtype, dim, input_dtype,
+                              temperature, log, variant)
+        dx = eager.repeat(key, grad, output)
+        if dx is not None:
+            return dx
+    dx, launch = _backward(grad, output, dim, input_dtype, temperature, log, variant)
+    if key is not None:
+        eager.remember(key, (grad, output), dx, launch)
+    return dx
+
+
+def _backward(grad: Tensor, output: Tensor, dim: int, input_dtype: torch.dtype,
+              temperature: float, log: bool,
+              variant: Optional[str]) -> tuple[Tensor, Optional[launcher.Launch]]:
+    # backward()'s first call of a signature: the gradient, and the launch when it ran on
+    # (grad, output, dx) as given.
     if not launcher.serves(grad.device):
         fn = torch._log_softmax_backward_data if log else torch._softmax_backward_data
-        return fn(grad, output, dim, input_dtype) / temperature
+        return fn(grad, output, dim, input_dtype) / temperature, None
     # y and dx share strides in the kernels; the forward's output is contiguous already.
     y = output.contiguous()
     dx = torch.empty(y.shape, dtype=input_dtype, device=y.device)
     if dx.numel() == 0:
-        return dx
+        return dx, None
     dyv, yv, dxv = _as_rows(grad), _as_rows(y), _as_rows(dx)
     layout = row_layout(yv.shape, dim, dyv.stride(), yv.stride())
+    as_given = y is output
     if layout is None:
-        dyv = dyv.contiguous()
+        dyv, as_given = dyv.contiguous(), False
         layout = row_layout(yv.shape, dim, dyv.stride(), yv.stride())
     exact = _fp32_scale_ok(y.dtype, temperature)
-    launcher.launch_softmax_backward(dyv, yv, dxv, layout, variant, log=log,
-                                     scale=1.0 / temperature if exact else 1.0)
-    return dx if exact else dx.div_(temperature)
+    launch = launcher.launch_softmax_backward(dyv, yv, dxv, layout, variant, log=log,
+                                              scale=1.0 / temperature if exact else 1.0)
+    if not exact:
+        return dx.div_(temperature), None
+    return dx, launch if as_given else None
+
+
+def eager_forward(key: tuple, x: Tensor, dim: int, out_dtype: torch.dtype, temperature: float,
+                  log: bool, variant: Optional[str]) -> Tensor:
+    """The forward of a checked eager call (``dim`` wrapped, ``temperature`` a float) without
+    the op's dispatch: a repeat of the kept launch of signature ``key``, or the signature's
+    first call, which is then kept."""
+    y = eager.repeat(key, x)
+    if y is None:
+        y, launch = run_forward(x, dim, out_dtype, temperature, log, variant)
+        eager.remember(key, (x,), y, launch)
+    return y
+
+
+class _EagerAutograd(torch.autograd.Function):
+    """``eager_forward`` with its gradient from ``backward`` (no double backward)."""
+
+    @staticmethod
+    def forward(ctx: torch.autograd.function.FunctionCtx, key: tuple, x: Tensor, dim: int,
+                out_dtype: torch.dtype, temperature: float, log: bool,
+                variant: Optional[str]) -> Tensor:
+        y = eager_forward(key, x, dim, out_dtype, temperature, log, variant)
+        ctx.save_for_backward(y)
+        ctx.args = (dim, x.dtype, temperature, log, variant)
+        return y
+
+    @staticmethod
+    @once_differentiable
+    def backward(ctx: torch.autograd.function.FunctionCtx, dy: Tensor) -> tuple:
+        (y,) = ctx.saved_tensors
+        return None, backward(dy, y, *ctx.args), None, None, None, None, None
+
+
+def eager_differentiable(key: tuple, x: Tensor, dim: int, out_dtype: torch.dtype,
+                         temperature: float, log: bool, variant: Optional[str]) -> Tensor:
+    """``eager_forward`` recorded by autograd, still without the op's dispatch (the op's own
+    autograd serves ``torch.compile``)."""
+    return _EagerAutograd.apply(key, x, dim, out_dtype, temperature, log, variant)
 
 
 def _define(log: bool) -> tuple:
@@ -133,7 +203,7 @@ def _define(log: bool) -> tuple:
 
     def forward(x: Tensor, dim: int, dtype: Optional[torch.dtype] = None,
                 temperature: float = 1.0, variant: Optional[str] = None) -> Tensor:
-        return run_forward(x, dim, dtype or x.dtype, temperature, log, variant)
+        return run_forward(x, dim, dtype or x.dtype, temperature, log, variant)[0]
 
     def forward_fake(x: Tensor, dim: int, dtype: Optional[torch.dtype] = None,
                      temperature: float = 1.0, variant: Optional[str] = None) -> Tensor:

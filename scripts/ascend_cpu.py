@@ -133,8 +133,7 @@ def launch_values(plan: Any, x: torch.Tensor, y: torch.Tensor, dim: int) -> dict
             "n_inner": rows.n_inner,
             **dict(zip(("x_outer_stride", "x_inner_stride", "x_col_stride"), rows.x_strides)),
             **dict(zip(("y_outer_stride", "y_inner_stride", "y_col_stride"), rows.y_strides)),
-            "max_ptr": torch.empty(rows.n_rows, splits),
-            "sum_ptr": torch.empty(rows.n_rows, splits),
+            "part_ptr": torch.empty(2 * rows.n_rows * splits),
             "split_cols": plan.split_cols(rows.n_cols),
             "BLOCK_M": plan.block_m, "BLOCK_N": plan.block_n, "INDEX_64": plan.index_64,
             "N_SPLITS": splits, "scale": 1.0, "LOG": False}

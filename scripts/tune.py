@@ -1,4 +1,4 @@
-"""Sweep the launch parameters of each kernel variant on the device here, to choose the backend's
+"""Sweep the launch parameters of each kernel variant on the GPU here, to choose the backend's
 constants (tile sizes, rows per block, warps, pipeline stages, programs per core).
 
 Calls the Triton kernels directly (no API, no cache), so every point is one configuration. Prints
@@ -13,14 +13,15 @@ from __future__ import annotations
 import argparse
 import itertools
 import time
+from collections.abc import Callable, Iterator
 
 import torch
 import triton
 
 import npu_softmax
+from npu_softmax import eager, launcher
 from npu_softmax import kernels as K
-from npu_softmax import launcher
-from npu_softmax.layout import row_layout
+from npu_softmax.layout import RowLayout, row_layout
 from npu_softmax.timing import gbps, time_ms
 
 TILE_SHAPES = [(32768, 128), (65536, 64), (16384, 512), (1823, 781), (4096, 1024),
@@ -28,116 +29,101 @@ TILE_SHAPES = [(32768, 128), (65536, 64), (16384, 512), (1823, 781), (4096, 1024
 ONLINE_SHAPES = [(4096, 32768), (64, 65536), (1024, 131072), (256, 151936)]
 SPLIT_SHAPES = [(1, 151936), (8, 151936), (32, 151936), (16, 262144), (4, 1048576)]
 
-
-def _args(x: torch.Tensor, y: torch.Tensor) -> tuple:
-    lay = row_layout(x.shape, 1, x.stride(), y.stride())
-    return lay, (y, x, lay.n_rows, lay.n_cols, lay.n_inner, *lay.x_strides, *lay.y_strides, 1.0)
+#: A configuration sweep: for one input and output, (label, launch) pairs.
+Configs = Callable[[torch.Tensor, torch.Tensor, RowLayout, int], Iterator[tuple[str, Callable]]]
 
 
-def _report(shape: tuple, dtype: torch.dtype, results: list[tuple[float, str]], roof: float,
-            top: int) -> None:
-    results.sort(reverse=True)
-    print(f"{shape} {dtype}: copy {roof:.0f} GB/s")
-    for g, cfg in results[:top]:
-        print(f"   {g:7.0f} GB/s  {100 * g / roof:4.0f}%  {cfg}")
+def _rows(lay: RowLayout) -> tuple:
+    """The row-matrix arguments every kernel takes after its pointers."""
+    return (lay.n_rows, lay.n_cols, lay.n_inner, *lay.x_strides)
 
 
-def tune_tile(dtype: torch.dtype, sms: int, top: int) -> None:
-    for m, n in TILE_SHAPES:
+def tile_configs(x: torch.Tensor, y: torch.Tensor, lay: RowLayout,
+                 sms: int) -> Iterator[tuple[str, Callable]]:
+    """The row kernel (one row per block) and the tile kernel (several rows per block)."""
+    m, n = x.shape
+    block_n = triton.next_power_of_2(n)
+    for elems, warps, stages, per_sm in itertools.product(
+            (1024, 2048, 4096, 8192), (2, 4, 8, 16, 32), (1, 2), (1, 2, 4, 8, 16)):
+        block_m = max(1, elems // block_n)
+        if block_m == 1 and elems > block_n:
+            continue
+        grid = (min(sms * per_sm, triton.cdiv(m, block_m)),)
+        tile = {"BLOCK_M": block_m} if block_m > 1 else {}
+        kernel = K.softmax_tile_kernel if block_m > 1 else K.softmax_row_kernel
+
+        def run(kernel=kernel, grid=grid, tile=tile, warps=warps, stages=stages) -> None:
+            kernel[grid](y, x, *_rows(lay), *lay.y_strides, 1.0, BLOCK_N=block_n,
+                         INDEX_64=False, LOG=False, num_warps=warps, num_stages=stages, **tile)
+        yield (f"BLOCK_M={block_m} warps={warps} stages={stages} programs/SM={per_sm}", run)
+
+
+def online_configs(x: torch.Tensor, y: torch.Tensor, lay: RowLayout,
+                   sms: int) -> Iterator[tuple[str, Callable]]:
+    """The looped kernel: chunk length, warps, stages, programs per SM."""
+    for block_n, warps, stages, per_sm in itertools.product(
+            (2048, 4096, 8192), (4, 8, 16), (1, 2, 3), (1, 2, 4)):
+        grid = (min(sms * per_sm, x.shape[0]),)
+
+        def run(block_n=block_n, grid=grid, warps=warps, stages=stages) -> None:
+            K.softmax_online_kernel[grid](y, x, *_rows(lay), *lay.y_strides, 1.0,
+                                          BLOCK_N=block_n, INDEX_64=False, LOG=False,
+                                          num_warps=warps, num_stages=stages)
+        yield f"BLOCK_N={block_n} warps={warps} stages={stages} programs/SM={per_sm}", run
+
+
+def split_configs(x: torch.Tensor, y: torch.Tensor, lay: RowLayout,
+                  sms: int) -> Iterator[tuple[str, Callable]]:
+    """The two split kernels: chunk length, warps, stages, splits per row."""
+    m, n = x.shape
+    for block_n, warps, stages, splits in itertools.product(
+            (2048, 4096), (8, 16), (1, 2), (32, 64, 128, 256)):
+        if triton.cdiv(n, block_n) < splits:
+            continue
+        cols = triton.cdiv(triton.cdiv(n, splits), block_n) * block_n
+        parts = torch.empty(2 * m * splits, device=x.device)
+        grid = (min(m * splits, sms * 8),)
+        opts = {"BLOCK_N": block_n, "INDEX_64": False, "N_SPLITS": splits,
+                "num_warps": warps, "num_stages": stages}
+
+        def run(parts=parts, grid=grid, cols=cols, opts=opts) -> None:
+            K.softmax_split_stats_kernel[grid](parts, x, *_rows(lay), cols, 1.0, **opts)
+            K.softmax_split_norm_kernel[grid](y, parts, x, *_rows(lay), *lay.y_strides, cols,
+                                              1.0, LOG=False, **opts)
+        yield f"BLOCK_N={block_n} warps={warps} stages={stages} splits={splits}", run
+
+
+def sweep(shapes: list[tuple[int, int]], configs: Configs, dtype: torch.dtype, sms: int,
+          top: int) -> None:
+    """Time every configuration on each shape; print the ``top`` best beside the copy roof."""
+    for m, n in shapes:
         x = torch.randn(m, n, device="cuda").to(dtype)
         y = torch.empty_like(x)
-        lay, args = _args(x, y)
+        lay = row_layout(x.shape, 1, x.stride(), y.stride())
         nbytes = 2 * x.numel() * x.element_size()
-        roof = gbps(nbytes, time_ms(lambda: y.copy_(x)))  # noqa: B023
-        block_n = triton.next_power_of_2(n)
+        roof = gbps(nbytes, time_ms(lambda: y.copy_(x)))  # noqa: B023 (called here)
         results = []
-        for elems, warps, stages, per_sm in itertools.product(
-                (1024, 2048, 4096, 8192), (2, 4, 8, 16, 32), (1, 2), (1, 2, 4, 8, 16)):
-            block_m = max(1, elems // block_n)
-            if block_m == 1 and elems > block_n:
-                continue
-            grid = (min(sms * per_sm, triton.cdiv(m, block_m)),)
-            tile = {"BLOCK_M": block_m} if block_m > 1 else {}
-            kernel = K.softmax_tile_kernel if block_m > 1 else K.softmax_row_kernel
-            def run() -> None:
-                kernel[grid](*args, BLOCK_N=block_n, INDEX_64=False, LOG=False,  # noqa: B023
-                             num_warps=warps, num_stages=stages, **tile)  # noqa: B023
+        for label, run in configs(x, y, lay, sms):
             try:
-                g = gbps(nbytes, time_ms(run, warmup_ms=5, rep_ms=20))
+                results.append((gbps(nbytes, time_ms(run, warmup_ms=5, rep_ms=20)), label))
             except Exception as e:  # out of resources for this configuration
-                print(f"   skip bm={block_m} w={warps} s={stages}: {type(e).__name__}")
-                continue
-            results.append((g, f"BLOCK_M={block_m} warps={warps} stages={stages} "
-                               f"programs/SM={per_sm}"))
-        _report((m, n), dtype, results, roof, top)
-
-
-def tune_online(dtype: torch.dtype, sms: int, top: int) -> None:
-    for m, n in ONLINE_SHAPES:
-        x = torch.randn(m, n, device="cuda").to(dtype)
-        y = torch.empty_like(x)
-        lay, args = _args(x, y)
-        nbytes = 2 * x.numel() * x.element_size()
-        roof = gbps(nbytes, time_ms(lambda: y.copy_(x)))  # noqa: B023
-        results = []
-        for block_n, warps, stages, per_sm in itertools.product(
-                (2048, 4096, 8192), (4, 8, 16), (1, 2, 3), (1, 2, 4)):
-            grid = (min(sms * per_sm, m),)
-            def run() -> None:
-                K.softmax_online_kernel[grid](*args, BLOCK_N=block_n, INDEX_64=False,  # noqa: B023
-                                              LOG=False, num_warps=warps,  # noqa: B023
-                                              num_stages=stages)  # noqa: B023
-            try:
-                g = gbps(nbytes, time_ms(run, warmup_ms=5, rep_ms=20))
-            except Exception as e:
-                print(f"   skip bn={block_n} w={warps} s={stages}: {type(e).__name__}")
-                continue
-            results.append((g, f"BLOCK_N={block_n} warps={warps} stages={stages} "
-                               f"programs/SM={per_sm}"))
-        _report((m, n), dtype, results, roof, top)
-
-
-def tune_split(dtype: torch.dtype, sms: int, top: int) -> None:
-    for m, n in SPLIT_SHAPES:
-        x = torch.randn(m, n, device="cuda").to(dtype)
-        y = torch.empty_like(x)
-        lay, _ = _args(x, y)
-        nbytes = 2 * x.numel() * x.element_size()
-        roof = gbps(nbytes, time_ms(lambda: y.copy_(x)))  # noqa: B023
-        results = []
-        for block_n, warps, stages, splits in itertools.product(
-                (2048, 4096), (8, 16), (1, 2), (32, 64, 128, 256)):
-            if triton.cdiv(n, block_n) < splits:
-                continue
-            split_cols = triton.cdiv(triton.cdiv(n, splits), block_n) * block_n
-            pm = torch.empty((m, splits), device="cuda")
-            ps = torch.empty_like(pm)
-            grid = (min(m * splits, sms * 8),)
-            rows = (lay.n_rows, lay.n_cols, lay.n_inner)
-            opts = {"BLOCK_N": block_n, "INDEX_64": False, "N_SPLITS": splits,
-                    "num_warps": warps, "num_stages": stages}
-            def run() -> None:
-                K.softmax_split_stats_kernel[grid](pm, ps, x, *rows, *lay.x_strides,  # noqa: B023
-                                                   split_cols, 1.0, **opts)  # noqa: B023
-                K.softmax_split_norm_kernel[grid](y, pm, ps, x, *rows, *lay.x_strides,  # noqa: B023
-                                                  *lay.y_strides, split_cols, 1.0,  # noqa: B023
-                                                  LOG=False, **opts)  # noqa: B023
-            try:
-                g = gbps(nbytes, time_ms(run, warmup_ms=5, rep_ms=20))
-            except Exception as e:
-                print(f"   skip bn={block_n} w={warps}: {type(e).__name__}")
-                continue
-            results.append((g, f"BLOCK_N={block_n} warps={warps} stages={stages} "
-                               f"splits={splits}"))
-        _report((m, n), dtype, results, roof, top)
+                print(f"   skip {label}: {type(e).__name__}")
+        results.sort(reverse=True)
+        print(f"({m}, {n}) {dtype}: copy {roof:.0f} GB/s")
+        for g, label in results[:top]:
+            print(f"   {g:7.0f} GB/s  {100 * g / roof:4.0f}%  {label}")
 
 
 def host_costs() -> None:
+    """Host microseconds per call of each layer of a softmax on a 4x128 tensor."""
     x = torch.randn(4, 128, device="cuda")
+    xg = x.clone().requires_grad_()
     y = torch.empty_like(x)
-    lay, args = _args(x, y)
+    lay = row_layout(x.shape, 1, x.stride(), y.stride())
+    npu_softmax.softmax(x, -1)
+    kept = eager._calls[eager.signature(x, -1, None, None, None, False)].launch
 
-    def per_call(fn, calls: int = 3000) -> float:
+    def per_call(fn: Callable[[], object], calls: int = 3000) -> float:
         for _ in range(100):
             fn()
         torch.cuda.synchronize()
@@ -149,21 +135,24 @@ def host_costs() -> None:
 
     layers = {
         "torch.softmax": lambda: torch.softmax(x, -1),
-        "npu_softmax.softmax": lambda: npu_softmax.softmax(x, -1),
-        "torch.ops.npu_softmax.softmax": lambda: torch.ops.npu_softmax.softmax(x, 1, None, 1.0,
+        "npu_softmax.softmax (repeat)": lambda: npu_softmax.softmax(x, -1),
+        "torch.softmax, input requires grad": lambda: torch.softmax(xg, -1),
+        "npu_softmax, input requires grad": lambda: npu_softmax.softmax(xg, -1),
+        "custom op (compiled code's path)": lambda: torch.ops.npu_softmax.softmax(x, 1, None, 1.0,
                                                                                  None),
-        "launcher.launch_softmax": lambda: launcher.launch_softmax(x, y, lay),
-        "kernel[grid](...)": lambda: K.softmax_tile_kernel[(1,)](
-            *args, BLOCK_M=4, BLOCK_N=128, INDEX_64=False, LOG=False, num_warps=1,
-            num_stages=1),
-        "launcher.kernels (dict lookup)": lambda: launcher.kernels.get(None),
-        "torch.empty_like": lambda: torch.empty_like(x),
+        "launcher.launch_softmax (plans)": lambda: launcher.launch_softmax(x, y, lay),
+        "kept Launch(x, y)": lambda: kept(x, y),
+        "Triton kernel[grid](...)": lambda: K.softmax_row_kernel[(4,)](
+            y, x, *_rows(lay), *lay.y_strides, 1.0, BLOCK_N=128, INDEX_64=False, LOG=False,
+            num_warps=4, num_stages=1),
+        "eager.signature": lambda: eager.signature(x, -1, None, None, None, False),
+        "torch.empty": lambda: torch.empty((4, 128), dtype=torch.float32, device=x.device),
     }
     for name, fn in layers.items():
         try:
-            print(f"  {name:32s} {per_call(fn):6.1f} us/call")
+            print(f"  {name:34s} {per_call(fn):6.1f} us/call")
         except Exception as e:
-            print(f"  {name:32s} failed: {type(e).__name__}: {e}")
+            print(f"  {name:34s} failed: {type(e).__name__}: {e}")
 
 
 def main() -> None:
@@ -174,18 +163,20 @@ def main() -> None:
     parser.add_argument("--shapes", help="only these MxN shapes, e.g. 4096x32768,64x65536")
     args = parser.parse_args()
     sms = torch.cuda.get_device_properties(0).multi_processor_count
+    plans = {"tile": (TILE_SHAPES, tile_configs), "online": (ONLINE_SHAPES, online_configs),
+             "split": (SPLIT_SHAPES, split_configs)}
     if args.shapes:
         wanted = {tuple(map(int, s.split("x"))) for s in args.shapes.split(",")}
-        for shapes in (TILE_SHAPES, ONLINE_SHAPES, SPLIT_SHAPES):
+        for shapes, _ in plans.values():
             shapes[:] = [s for s in shapes if s in wanted]
     print(torch.cuda.get_device_name(), f"{sms} SMs", "triton", triton.__version__)
     for variant in args.variant or ["host", "tile", "online", "split"]:
         if variant == "host":
             host_costs()
             continue
+        shapes, configs = plans[variant]
         for dname in args.dtype or ["float32", "bfloat16"]:
-            {"tile": tune_tile, "online": tune_online, "split": tune_split}[variant](
-                getattr(torch, dname), sms, args.top)
+            sweep(shapes, configs, getattr(torch, dname), sms, args.top)
 
 
 if __name__ == "__main__":

@@ -9,7 +9,7 @@ import torch.nn.functional as F
 from _ref import assert_close, reference
 
 import npu_softmax as ns
-from npu_softmax import launcher
+from npu_softmax import eager, launcher
 
 ENTRY_POINTS = {
     "torch.softmax": (lambda x: torch.softmax(x, -1), False),
@@ -23,7 +23,9 @@ ENTRY_POINTS = {
 
 @pytest.fixture
 def launches(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
-    """Counts of forward and backward kernel launches (the real launches still run)."""
+    """Counts of forward and backward kernel launches (the real launches still run), starting
+    with no kept eager calls, so a first call of each signature plans and launches."""
+    monkeypatch.setattr(eager, "_calls", {})
     counts = {"forward": 0, "backward": 0}
     forward, backward = launcher.launch_softmax, launcher.launch_softmax_backward
 

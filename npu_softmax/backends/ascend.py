@@ -106,7 +106,7 @@ class AscendBackend(Backend):
     def core_count(self, device_index: int) -> int:
         return _compat.device_properties(device_index)["num_vectorcore"]
 
-    def options(self, block_elems: int) -> dict[str, Any]:
+    def options(self, block_m: int, block_n: int, itemsize: int) -> dict[str, Any]:
         return {"multibuffer": self.multibuffer}
 
     def max_programs(self, kernel: Any, args: tuple, constexprs: dict[str, Any],

@@ -1,0 +1,91 @@
+"""Repeat eager calls cheaply: the launch of each call signature, planned once and kept.
+
+A call's signature is everything its launch depends on besides the data: the shapes, strides,
+dtypes and device of its inputs, and its other arguments. The first call of a signature runs the
+checks, the layout and the plan (``ops``) and keeps the ``launcher.Launch`` it made; a later call
+with the same signature only allocates its output and starts the kernels, a few microseconds of
+host time instead of tens. Forward and backward calls are both kept. ``torch.compile`` tracing
+and tensor subclasses never come here (``plain``), and a signature whose first call needed a
+copy or a cast of an input is not kept.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from .launcher import Launch
+
+#: Signatures kept at most; past that the cache starts again (shapes that never repeat).
+MAX_SIGNATURES = 4096
+
+
+class _Call:
+    """Allocate the output of a known signature and run its launch on ``(*inputs, output)``."""
+
+    __slots__ = ("shape", "dtype", "device", "like", "launch")
+
+    def __init__(self, inputs: tuple[torch.Tensor, ...], out: torch.Tensor,
+                 launch: Launch) -> None:
+        self.shape, self.dtype, self.device, self.launch = out.shape, out.dtype, out.device, launch
+        # The output is a new contiguous tensor. Where an input has its dtype and strides,
+        # empty_like makes it with less argument parsing than empty (host time, again).
+        self.like = next((i for i, t in enumerate(inputs)
+                          if t.dtype == out.dtype and t.stride() == out.stride()), None)
+
+    def __call__(self, *inputs: torch.Tensor) -> torch.Tensor:
+        if self.like is not None:
+            out = torch.empty_like(inputs[self.like])
+        else:
+            out = torch.empty(self.shape, dtype=self.dtype, device=self.device)
+        self.launch(*inputs, out)
+        return out
+
+
+_calls: dict[tuple, _Call] = {}
+
+
+def plain(x: object) -> bool:
+    """Whether a call on ``x`` may skip its custom op and run eagerly.
+
+    The op's dispatch costs tens of microseconds of host time, more than a small kernel runs;
+    it is needed only for ``torch.compile``/export tracing and for tensor subclasses (fake
+    tensors), which still go through it.
+    """
+    return type(x) is torch.Tensor and not torch.compiler.is_compiling()
+
+
+def records_grad(x: torch.Tensor) -> bool:
+    """Whether autograd records a call on ``x``."""
+    return x.requires_grad and torch.is_grad_enabled()
+
+
+def signature(x: torch.Tensor, *args: object) -> tuple:
+    """The key of a call whose first input is ``x`` (a plain tensor), with the other arguments
+    ``args`` (hashable: other tensors enter by their strides and dtypes).
+
+    Each argument's type is part of the key, so ``True`` never passes for ``1``: a call whose
+    arguments would fail a check never matches a signature that passed.
+    """
+    return (x.shape, x.stride(), x.dtype, x.device, *args, *map(type, args))
+
+
+def repeat(key: tuple, *inputs: torch.Tensor) -> torch.Tensor | None:
+    """The output of a call of a kept signature, or None when ``key`` is not kept (or holds an
+    argument that cannot be hashed, which the checks will then report)."""
+    try:
+        call = _calls.get(key)
+    except TypeError:
+        return None
+    return None if call is None else call(*inputs)
+
+
+def remember(key: tuple, inputs: tuple[torch.Tensor, ...], out: torch.Tensor,
+             launch: Launch | None) -> None:
+    """Keep the ``launch`` that wrote ``out`` (a new contiguous tensor) from ``inputs`` for
+    signature ``key``; nothing when the first call could not launch on its tensors as given
+    (``launch`` None)."""
+    if launch is None:
+        return
+    if len(_calls) >= MAX_SIGNATURES:
+        _calls.clear()
+    _calls[key] = _Call(inputs, out, launch)

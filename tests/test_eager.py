@@ -1,0 +1,212 @@
+"""Repeat eager calls: a kept launch per call signature (``npu_softmax.eager``) gives the same
+results as a first call, on fresh data, and never hides an argument error or autograd."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+import torch
+from _ref import assert_close, assert_softmax_close, reference
+
+import npu_softmax
+from npu_softmax import eager, launcher
+from npu_softmax.checks import supported_dtypes
+
+VARIANTS = [None, "tile", "online", "split"]
+
+
+@pytest.fixture
+def fresh_calls(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict]:
+    """No kept calls at the start of the test; the ones it makes are dropped after it."""
+    calls: dict = {}
+    monkeypatch.setattr(eager, "_calls", calls)
+    yield calls
+    npu_softmax.disable()
+
+
+def _no_planning(monkeypatch: pytest.MonkeyPatch) -> None:
+    def refuse(*args: object, **kwargs: object) -> None:
+        raise AssertionError("a repeat call planned its launch again")
+
+    monkeypatch.setattr(launcher, "launch_softmax", refuse)
+    monkeypatch.setattr(launcher, "launch_softmax_backward", refuse)
+
+
+@pytest.mark.parametrize("log", [False, True])
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_repeat_calls_reuse_the_launch(kernel_device: str, fresh_calls: dict, variant: str | None,
+                                       log: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A repeat call plans nothing, is right on new data, and its launch writes every element
+    of an output poisoned with NaN."""
+    fn = npu_softmax.log_softmax if log else npu_softmax.softmax
+    for dtype in supported_dtypes(torch.device(kernel_device)):
+        fresh_calls.clear()
+        shape = (37, 3001)
+        x = torch.randn(shape, device=kernel_device).mul(4).to(dtype)
+        assert_close(fn(x, -1, variant=variant), reference(x, -1, log), dtype)
+        (call,) = fresh_calls.values()
+        with monkeypatch.context() as m:
+            _no_planning(m)
+            for _ in range(2):
+                x = torch.randn(shape, device=kernel_device).mul(4).to(dtype)
+                assert_close(fn(x, -1, variant=variant), reference(x, -1, log), dtype)
+            poisoned = torch.full(shape, float("nan"), dtype=dtype, device=kernel_device)
+            call.launch(x, poisoned)
+            assert_close(poisoned, reference(x, -1, log), dtype)
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_repeat_calls_on_misaligned_views(kernel_device: str, fresh_calls: dict,
+                                          variant: str | None) -> None:
+    """Views with one signature whose data starts 16-byte aligned or not, in either order
+    (a GPU starts the aligned binary directly; a misaligned view must not get it)."""
+    base = torch.randn(48, 2100, device=kernel_device).mul(3).to(torch.float16)
+    aligned, shifted = base[:, :2048], base[:, 3:2051]
+    assert aligned.shape == shifted.shape and aligned.stride() == shifted.stride()
+    for x in (shifted, aligned, shifted, aligned, shifted):
+        assert_softmax_close(npu_softmax.softmax(x, -1, variant=variant), reference(x, -1))
+    assert len(fresh_calls) == 1
+
+
+def test_signature_tells_calls_apart(device: str, fresh_calls: dict) -> None:
+    """Shapes, strides, dims, dtypes and temperatures each get their own launch."""
+    x = torch.randn(6, 10, 12, device=device)
+    cases = [(x, -1, {}), (x, 1, {}), (x, 0, {}), (x.transpose(1, 2), -1, {}),
+             (x[:, :, :7], -1, {}), (x, -1, {"temperature": 0.5}),
+             (x, -1, {"dtype": torch.float16}), (x.half(), -1, {})]
+    for _ in range(2):
+        for t, dim, kwargs in cases:
+            y = npu_softmax.softmax(t, dim, **kwargs)
+            expected = reference(t, dim, temperature=kwargs.get("temperature", 1.0),
+                                 dtype=kwargs.get("dtype"))
+            assert y.dtype == kwargs.get("dtype", t.dtype)
+            assert_softmax_close(y, expected)
+
+
+def test_repeat_calls_still_check_arguments(device: str, fresh_calls: dict) -> None:
+    """A kept signature never lets through an argument its first call would refuse."""
+    x = torch.randn(4, 8, device=device)
+    npu_softmax.softmax(x, 1)
+    npu_softmax.softmax(x, 1, temperature=2.0)
+    with pytest.raises(TypeError, match="dim must be an int"):
+        npu_softmax.softmax(x, True)
+    with pytest.raises(TypeError, match="temperature"):
+        npu_softmax.softmax(x, 1, temperature=True)
+    with pytest.raises(TypeError, match="dim must be an int"):
+        npu_softmax.softmax(x, [1])
+    with pytest.raises(TypeError, match="temperature"):
+        npu_softmax.softmax(x, 1, temperature=[2.0])
+    with pytest.raises(IndexError):
+        npu_softmax.softmax(x, 2)
+
+
+def test_autograd_after_a_kept_call(device: str, fresh_calls: dict) -> None:
+    """A signature kept from a no-grad call still records autograd for an input that needs it,
+    and no-grad calls on such an input use the kept launch."""
+    x = torch.randn(9, 300, device=device)
+    npu_softmax.softmax(x, -1)
+    xg = x.clone().requires_grad_()
+    y = npu_softmax.softmax(xg, -1)
+    assert y.grad_fn is not None
+    dy = torch.randn_like(y)
+    y.backward(dy)
+    x64 = x.double().requires_grad_()
+    torch.softmax(x64, -1).backward(dy.double())
+    assert_close(xg.grad, x64.grad, torch.float32)
+    with torch.no_grad():
+        y = npu_softmax.softmax(xg, -1)
+    assert y.grad_fn is None
+    assert_softmax_close(y, reference(x, -1))
+
+
+def test_kept_calls_are_bounded(device: str, fresh_calls: dict,
+                                monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(eager, "MAX_SIGNATURES", 3)
+    for _ in range(2):
+        for n in range(1, 8):
+            x = torch.randn(n, 5 * n, device=device)
+            assert_softmax_close(npu_softmax.softmax(x, -1), reference(x, -1))
+            assert len(fresh_calls) <= 3
+
+
+@pytest.mark.parametrize("log", [False, True])
+def test_enabled_torch_softmax_repeats(kernel_device: str, fresh_calls: dict, log: bool,
+                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """``enable()``'s aten kernels keep their launches too."""
+    fn = torch.log_softmax if log else torch.softmax
+    npu_softmax.enable()
+    x = torch.randn(33, 517, device=kernel_device)
+    assert_close(fn(x, -1), reference(x, -1, log), torch.float32)
+    with monkeypatch.context() as m:
+        _no_planning(m)
+        x = torch.randn(33, 517, device=kernel_device)
+        assert_close(fn(x, -1), reference(x, -1, log), torch.float32)
+
+
+def test_launch_hooks_see_repeat_calls(kernel_device: str, fresh_calls: dict) -> None:
+    """With a Triton launch hook set (a profiler), repeat calls launch through Triton, so the
+    hook sees every one."""
+    import triton
+
+    runtime = getattr(getattr(triton, "knobs", None), "runtime", None)
+    if kernel_device != "cuda" or runtime is None:
+        pytest.skip("direct launches exist only on CUDA with upstream Triton 3.4+")
+    seen: list[object] = []
+
+    def hook(metadata: object) -> None:
+        seen.append(metadata)
+
+    chain = runtime.launch_enter_hook
+    x = torch.randn(8, 100, device=kernel_device)
+    npu_softmax.softmax(x, -1)
+    if hasattr(chain, "add"):
+        chain.add(hook)
+    else:
+        runtime.launch_enter_hook = hook
+    try:
+        for _ in range(3):
+            assert_softmax_close(npu_softmax.softmax(x, -1), reference(x, -1))
+    finally:
+        if hasattr(chain, "add"):
+            chain.remove(hook)
+        else:
+            runtime.launch_enter_hook = chain
+    assert len(seen) == 3
+
+
+def test_eager_autograd_has_no_double_backward(device: str, fresh_calls: dict) -> None:
+    """The eager autograd path (no op dispatch) gives the custom op's gradient and refuses a
+    second derivative with an error instead of a wrong zero."""
+    x = torch.randn(5, 70, device=device, requires_grad=True)
+    dy = torch.randn(5, 70, device=device)
+    (dx,) = torch.autograd.grad(npu_softmax.softmax(x, -1), x, dy)
+    (by_op,) = torch.autograd.grad(torch.ops.npu_softmax.softmax(x, 1, None, 1.0, None), x, dy)
+    assert_close(dx, by_op, torch.float32)
+    (dx,) = torch.autograd.grad(npu_softmax.softmax(x, -1), x, dy, create_graph=True)
+    with pytest.raises(RuntimeError):
+        torch.autograd.grad(dx.sum(), x)
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_repeat_backward_reuses_the_launch(device: str, fresh_calls: dict, variant: str | None,
+                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """Backward calls keep their launch per signature too: a repeat plans nothing and is right
+    on new data."""
+    if not launcher.serves(torch.device(device)):
+        variant = None
+
+    def grad_of(x: torch.Tensor, dy: torch.Tensor) -> torch.Tensor:
+        x = x.clone().requires_grad_()
+        (dx,) = torch.autograd.grad(npu_softmax.softmax(x, -1, variant=variant), x, dy)
+        x64 = x.detach().double().requires_grad_()
+        torch.softmax(x64, -1).backward(dy.double())
+        assert_close(dx, x64.grad, torch.float32)
+        return dx
+
+    shape = (23, 3001)
+    grad_of(torch.randn(shape, device=device), torch.randn(shape, device=device))
+    with monkeypatch.context() as m:
+        _no_planning(m)
+        for _ in range(2):
+            grad_of(torch.randn(shape, device=device), torch.randn(shape, device=device))
