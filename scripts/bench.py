@@ -6,7 +6,8 @@ Liger-Kernel's softmax when it is installed, and a device-to-device copy of the 
 roof). Two parts: the seeds' sweep (M = 4096, N = 128 * i) and a list of shapes (short rows, the
 shapes of the project's issues, LLM vocabulary rows), both in float32 and bfloat16. Writes
 ``bench.csv``, ``bench_sweep_<dtype>.png`` and ``summary.md`` into ``--out`` and prints a table
-with % of the roof and the ratio to torch.softmax; also the host cost of a call on a tiny tensor.
+with % of the roof and the ratio to torch.softmax; also the host cost of a call on a tiny tensor,
+and with ``--backward`` the backward pass beside torch's.
 
     python scripts/bench.py --out docs/benchmarks            # full run (GPU or NPU)
     python scripts/bench.py --quick                           # fewer sweep points
@@ -66,6 +67,9 @@ def measure(fns: dict[str, Callable], rows: int, cols: int, dtype: torch.dtype, 
     dst = torch.empty_like(x)
     n_bytes = 2 * x.numel() * x.element_size()
     result = {"copy": gbps(n_bytes, time_ms(lambda: dst.copy_(x)))}
+    # torch.compile specialises on shapes and stops compiling after a few (dynamo's recompile
+    # limit), falling back to eager: compile each shape from scratch instead.
+    torch._dynamo.reset()
     for name in names:
         try:
             fn = fns[name]
@@ -74,6 +78,23 @@ def measure(fns: dict[str, Callable], rows: int, cols: int, dtype: torch.dtype, 
             print(f"  {name} failed on {rows}x{cols} {dtype}: {type(e).__name__}: "
                   f"{str(e).splitlines()[0][:120]}")
             result[name] = float("nan")
+    return result
+
+
+def measure_backward(rows: int, cols: int, dtype: torch.dtype, device: str) -> dict[str, float]:
+    """GB/s of the backward pass (reads the output and its gradient, writes the input's
+    gradient) of npu_softmax and torch.softmax, from one saved forward each; ``copy`` is the
+    same input's copy roof, for scale."""
+    x = torch.randn(rows, cols, device=device).mul(3).to(dtype).requires_grad_()
+    dy = torch.randn(rows, cols, device=device).to(dtype)
+    dst = torch.empty_like(x)
+    n_bytes = 3 * x.numel() * x.element_size()
+    result = {"copy": gbps(2 * x.numel() * x.element_size(),
+                           time_ms(lambda: dst.copy_(x.detach())))}
+    for name, fn in (("npu_softmax", npu_softmax.softmax), ("torch", torch.softmax)):
+        y = fn(x, -1)
+        result[name] = gbps(n_bytes, time_ms(
+            lambda: torch.autograd.grad(y, x, dy, retain_graph=True)))  # noqa: B023
     return result
 
 
@@ -118,6 +139,8 @@ def main() -> None:
     parser.add_argument("--out", default="bench-results", help="folder for csv/png/md")
     parser.add_argument("--quick", action="store_true", help="every 8th sweep point")
     parser.add_argument("--no-sweep", action="store_true", help="only the list of shapes")
+    parser.add_argument("--backward", action="store_true",
+                        help="also the backward pass over the list of shapes")
     args = parser.parse_args()
     info = npu_softmax.target_info()
     device = {"npu": "npu", "cuda": "cuda", "hip": "cuda"}.get(info["backend"])
@@ -165,6 +188,15 @@ def main() -> None:
                      + " | ".join(f"{r[n]:.0f}" for n in names)
                      + f" | {100 * ours / r['copy']:.0f}% | {ours / r['torch']:.2f} | "
                      f"{ours / best:.2f} |")
+    if args.backward:
+        lines += ["", "Backward (GB/s = 3 tensors moved / median time; copy = forward's roof):",
+                  "", "| dtype | M x N | copy | npu_softmax | torch | vs torch |",
+                  "|---|---|---|---|---|---|"]
+        for dname, dtype in DTYPES.items():
+            for m, n in SHAPES:
+                r = measure_backward(m, n, dtype, device)
+                lines.append(f"| {dname} | {m}x{n} | {r['copy']:.0f} | {r['npu_softmax']:.0f} | "
+                             f"{r['torch']:.0f} | {r['npu_softmax'] / r['torch']:.2f} |")
     tiny = torch.randn(4, 128, device=device)
     ours_us = host_cost_us(lambda: npu_softmax.softmax(tiny, -1), device)
     torch_us = host_cost_us(lambda: torch.softmax(tiny, -1), device)
