@@ -34,7 +34,7 @@ def _aten_forward(log: bool):  # noqa: ANN202
             return y
         out_dtype = torch.float32 if half_to_float else x.dtype
         y = torch.empty(x.shape, dtype=out_dtype, device=x.device)
-        if out_dtype in _served_dtypes():
+        if out_dtype in checks.supported_dtypes(x.device):
             launch = ops.forward_into(x, y, checks.wrap_dim(dim, x.dim()), 1.0, log, None)
             eager.remember(key, (x,), y, launch)
             return y
@@ -50,7 +50,7 @@ def _aten_backward(log: bool):  # noqa: ANN202
     def impl(grad: torch.Tensor, output: torch.Tensor, dim: int,
              input_dtype: torch.dtype) -> torch.Tensor:
         dim = checks.wrap_dim(dim, output.dim())
-        if output.dtype in _served_dtypes():
+        if output.dtype in checks.supported_dtypes(output.device):
             return ops.backward(grad, output, dim, input_dtype, 1.0, log, None)
         if log:
             dx = grad - output.exp() * grad.sum(dim, keepdim=True)
@@ -58,11 +58,6 @@ def _aten_backward(log: bool):  # noqa: ANN202
             dx = output * (grad - (grad * output).sum(dim, keepdim=True))
         return dx.to(input_dtype)
     return impl
-
-
-def _served_dtypes() -> tuple[torch.dtype, ...]:
-    has_fp64 = launcher.target().backend in checks.FLOAT64_TARGETS
-    return checks.FLOAT_DTYPES + ((torch.float64,) if has_fp64 else ())
 
 
 def dispatch_keys() -> list[str]:
