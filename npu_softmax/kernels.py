@@ -112,8 +112,11 @@ def _range_normalize(x_row, y_row, x_col_stride, y_col_stride, cols, lo, hi, shi
     Each chunk is read before it is written, by this program only, so ``y`` may be ``x``.
     """
     norm = _norm(d, LOG)
-    for start in tl.range(lo, hi, BLOCK_N):
-        c = start + cols
+    # Last chunk first: the chunks this program read last (for the max and sum) are the likeliest
+    # to be still in cache.
+    n_chunks = tl.cdiv(hi - lo, BLOCK_N)
+    for k in tl.range(0, n_chunks):
+        c = lo + (n_chunks - 1 - k) * BLOCK_N + cols
         mask = c < hi
         x = _load(x_row + c * x_col_stride, mask, scale, ACC_TY)
         tl.store(y_row + c * y_col_stride, _finish(x, shift, norm, LOG).to(OUT_TY), mask=mask)
@@ -229,7 +232,8 @@ def softmax_split_norm_kernel(
     splits = tl.arange(0, N_SPLITS)
     n_items = n_rows * N_SPLITS
     for i in tl.range(tl.program_id(0), n_items, tl.num_programs(0)):
-        item = _widen(i, INDEX_64)
+        # Items in the reverse order of pass 1, whose last items are the likeliest in cache.
+        item = n_items - 1 - _widen(i, INDEX_64)
         row, lo, hi = _split_range(item, split_cols, n_cols, N_SPLITS)
         parts = part_ptr + row * N_SPLITS + splits
         m_parts = tl.load(parts)
@@ -240,3 +244,4 @@ def softmax_split_norm_kernel(
         y_row = y_ptr + _row_start(row, n_inner, y_outer_stride, y_inner_stride)
         _range_normalize(x_row, y_row, x_col_stride, y_col_stride, cols, lo, hi,
                          shift, d, scale, BLOCK_N, OUT_TY, ACC_TY, LOG)
+

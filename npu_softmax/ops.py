@@ -13,7 +13,8 @@
 
 Each has a fake kernel (shapes and dtypes only) so ``torch.compile`` traces through it without a
 graph break; the forwards have autograd through the backward ops, which run the Triton backward
-kernels (no double backward). ``dim`` is already wrapped to ``[0, ndim)`` by the caller; the ops
+kernels (no double backward through the ops; eager calls have it, see ``_EagerAutograd``).
+``dim`` is already wrapped to ``[0, ndim)`` by the caller; the ops
 check dtypes and devices against the Triton target (inside the op, so tracing never sees the
 driver lookup). Tensors on a device the kernels do not serve (CPU without the interpreter) run
 torch's own softmax, so every device the public API accepts has an implementation.
@@ -26,7 +27,6 @@ call. Forward and backward bodies keep their launch per call signature (``eager`
 from typing import Optional
 
 import torch
-from torch.autograd.function import once_differentiable
 
 from . import checks, eager, launcher
 from .layout import row_layout
@@ -170,8 +170,23 @@ def eager_forward(key: tuple, x: Tensor, dim: int, out_dtype: torch.dtype, tempe
     return y
 
 
+def differentiable_backward(grad: Tensor, output: Tensor, dim: int, input_dtype: torch.dtype,
+                            temperature: float, log: bool, variant: Optional[str]) -> Tensor:
+    """``backward``'s gradient from torch ops, for ``create_graph=True``: autograd records them,
+    and differentiates ``output`` through its own node, so any order of derivative works.
+    Arithmetic in float32 at least; ``variant`` is unused (no kernel runs)."""
+    acc = torch.promote_types(torch.promote_types(grad.dtype, output.dtype), torch.float32)
+    dy, y = grad.to(acc), output.to(acc)
+    if log:
+        dx = dy - y.exp() * dy.sum(dim, keepdim=True)
+    else:
+        dx = y * (dy - (dy * y).sum(dim, keepdim=True))
+    return (dx / temperature).to(input_dtype)
+
+
 class _EagerAutograd(torch.autograd.Function):
-    """``eager_forward`` with its gradient from ``backward`` (no double backward)."""
+    """``eager_forward`` with its gradient from ``backward``'s kernels, or from
+    ``differentiable_backward`` when autograd records the backward (``create_graph=True``)."""
 
     @staticmethod
     def forward(ctx: torch.autograd.function.FunctionCtx, key: tuple, x: Tensor, dim: int,
@@ -183,10 +198,10 @@ class _EagerAutograd(torch.autograd.Function):
         return y
 
     @staticmethod
-    @once_differentiable
     def backward(ctx: torch.autograd.function.FunctionCtx, dy: Tensor) -> tuple:
         (y,) = ctx.saved_tensors
-        return None, backward(dy, y, *ctx.args), None, None, None, None, None
+        grad = differentiable_backward if torch.is_grad_enabled() else backward
+        return None, grad(dy, y, *ctx.args), None, None, None, None, None
 
 
 def eager_differentiable(key: tuple, x: Tensor, dim: int, out_dtype: torch.dtype,

@@ -9,6 +9,12 @@ from .base import Backend
 
 #: Resident threads per SM on every NVIDIA GPU since Volta (and per CU on AMD CDNA).
 MAX_THREADS_PER_SM = 2048
+#: Programs of 16 or more warps (a row or chunk of 8192+ elements each) are launched this many
+#: times over what the SMs hold at once; each still loops, but the hardware scheduler, not the
+#: fixed round-robin, then evens out the last rows. Measured through the API on the H100
+#: (2026-11-22, docs/tuning.md): 4096x8192 fp32 2738 -> 2825 GB/s, bf16 2573 -> 2701, 4096x32768
+#: fp32 2817 -> 2926; tiles of short rows gain nothing or lose, so they keep one wave.
+WIDE_PROGRAM_WAVES = 16
 
 
 class CudaBackend(Backend):
@@ -57,4 +63,5 @@ class CudaBackend(Backend):
                         MAX_THREADS_PER_SM // threads)
         if smem > 0:
             occupancy = min(occupancy, props["max_shared_mem"] // smem)
-        return props["multiprocessor_count"] * max(1, occupancy)
+        waves = WIDE_PROGRAM_WAVES if options["num_warps"] >= 16 else 1
+        return props["multiprocessor_count"] * max(1, occupancy) * waves
