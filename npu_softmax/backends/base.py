@@ -19,6 +19,9 @@ class Backend:
     #: Work items per core the split variant aims for (a few, so cores that finish early can
     #: take another; measured best on an H100).
     split_items_per_core = 4
+    #: Row blocks per core the tile variant leaves at least, when rows are few enough that
+    #: bigger blocks would leave fewer (one where a core runs one program).
+    row_blocks_per_core = 1
 
     def for_layout(self, layout: RowLayout) -> Backend:
         """The sizing rules for rows laid out as ``layout`` (the same for every layout here)."""
@@ -44,8 +47,8 @@ class Backend:
         cores run out of row blocks to share.
         """
         rows = max(1, self.rows_tile_elems(itemsize) // block_n)
-        per_core = triton.next_power_of_2(triton.cdiv(n_rows, n_cores))
-        return min(rows, per_core)
+        per_block = triton.next_power_of_2(triton.cdiv(n_rows, n_cores * self.row_blocks_per_core))
+        return min(rows, per_block)
 
     def core_count(self, device_index: int) -> int:
         """Independent cores (SMs, vector cores) of the device."""

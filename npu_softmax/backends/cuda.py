@@ -20,6 +20,11 @@ WIDE_PROGRAM_WAVES = 16
 class CudaBackend(Backend):
     """Tiles live in registers; the grid is as many programs as the SMs keep resident."""
 
+    #: Several programs share an SM, so short rows are cut into at least 4 row blocks per SM
+    #: (measured through the API on the H100, 2026-11-22: 4096x128 fp32 512 -> 683 GB/s,
+    #: 4096x256 923 -> 1074, 1000x300 325 -> 369, against torch's 636, 975 and 347).
+    row_blocks_per_core = 4
+
     def __init__(self, name: str = "cuda") -> None:
         self.name = name
 
