@@ -244,4 +244,3 @@ def softmax_split_norm_kernel(
         y_row = y_ptr + _row_start(row, n_inner, y_outer_stride, y_inner_stride)
         _range_normalize(x_row, y_row, x_col_stride, y_col_stride, cols, lo, hi,
                          shift, d, scale, BLOCK_N, OUT_TY, ACC_TY, LOG)
-

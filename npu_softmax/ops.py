@@ -14,10 +14,10 @@
 Each has a fake kernel (shapes and dtypes only) so ``torch.compile`` traces through it without a
 graph break; the forwards have autograd through the backward ops, which run the Triton backward
 kernels (no double backward through the ops; eager calls have it, see ``_EagerAutograd``).
-``dim`` is already wrapped to ``[0, ndim)`` by the caller; the ops
-check dtypes and devices against the Triton target (inside the op, so tracing never sees the
-driver lookup). Tensors on a device the kernels do not serve (CPU without the interpreter) run
-torch's own softmax, so every device the public API accepts has an implementation.
+``dim`` is already wrapped to ``[0, ndim)`` by the caller; the ops check dtypes and devices
+against the Triton target (inside the op, so tracing never sees the driver lookup). Tensors on
+a device the kernels do not serve (CPU without the interpreter) run torch's own softmax, so every
+device the public API accepts has an implementation.
 
 Eager calls from ``api`` skip the op's dispatch: ``eager_forward`` runs the op's body, and
 ``eager_differentiable`` the same under a ``torch.autograd.Function`` when autograd records the
