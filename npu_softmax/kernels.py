@@ -21,6 +21,10 @@ Variants (the launcher picks one, see ``launcher.plan``):
 
 * ``softmax_row_kernel``: one whole row per iteration, held in one 1-D block.
 * ``softmax_tile_kernel``: ``BLOCK_M`` whole short rows per iteration, as a 2-D tile.
+
+  Both hold a row either in one power-of-two block or, with ``TAIL_N`` > 0, in a head of
+  ``BLOCK_N`` and a smaller power-of-two tail (9216 columns: 8192 + 1024 instead of 16384, of
+  which 7168 would be masked padding), so fewer registers go to lanes that load nothing.
 * ``softmax_online_kernel``: one row per iteration, looped in ``BLOCK_N`` chunks: one read for
   the running max and sum (Milakov & Gimelshein 2018), one read and one write to normalise.
 * ``softmax_split_stats_kernel`` + ``softmax_split_norm_kernel``: each row cut into ``n_splits``
@@ -81,6 +85,14 @@ def _norm(d, LOG: tl.constexpr):
 
 
 @triton.jit
+def _tail_cols(n_cols, BLOCK_N: tl.constexpr, TAIL_N: tl.constexpr, INDEX_64: tl.constexpr):
+    # A row of 8448 elements held in one block needs 16384 lanes, half of them masked; as a
+    # block of 8192 and a tail of 256 it needs 8448. Columns BLOCK_N.. of the row, and their mask.
+    t_cols = BLOCK_N + _widen(tl.arange(0, TAIL_N), INDEX_64)
+    return t_cols, t_cols < n_cols
+
+
+@triton.jit
 def _split_range(item, split_cols, n_cols, N_SPLITS: tl.constexpr):
     """Row and column range ``[lo, hi)`` of work item ``item`` of a row split ``N_SPLITS`` ways."""
     lo = (item % N_SPLITS) * split_cols
@@ -127,10 +139,11 @@ def softmax_row_kernel(
     y_ptr, x_ptr, n_rows, n_cols, n_inner,
     x_outer_stride, x_inner_stride, x_col_stride,
     y_outer_stride, y_inner_stride, y_col_stride, scale,
-    BLOCK_N: tl.constexpr, INDEX_64: tl.constexpr, LOG: tl.constexpr,
+    BLOCK_N: tl.constexpr, TAIL_N: tl.constexpr, INDEX_64: tl.constexpr, LOG: tl.constexpr,
 ):
-    """A row that fits one block: one row per iteration as a 1-D block (a 2-D tile of one row
-    would spread warps over its size-1 axis and load every element several times)."""
+    """A row that fits on chip: one row per iteration as a 1-D block (a 2-D tile of one row
+    would spread warps over its size-1 axis and load every element several times), and with
+    ``TAIL_N`` > 0 a second block for columns ``BLOCK_N`` on (see ``_tail_cols``)."""
     OUT_TY: tl.constexpr = y_ptr.dtype.element_ty
     ACC_TY: tl.constexpr = tl.float64 if OUT_TY == tl.float64 else tl.float32
     cols = _widen(tl.arange(0, BLOCK_N), INDEX_64)
@@ -139,11 +152,23 @@ def softmax_row_kernel(
         row = _widen(r, INDEX_64)
         x_start = _row_start(row, n_inner, x_outer_stride, x_inner_stride)
         x = _load(x_ptr + x_start + cols * x_col_stride, mask, scale, ACC_TY)
-        shift = _safe_shift(tl.max(x, axis=0))
-        norm = _norm(tl.sum(tl.exp(x - shift), axis=0), LOG)
+        m = tl.max(x, axis=0)
+        if TAIL_N > 0:
+            t_cols, t_mask = _tail_cols(n_cols, BLOCK_N, TAIL_N, INDEX_64)
+            xt = _load(x_ptr + x_start + t_cols * x_col_stride, t_mask, scale, ACC_TY)
+            m = tl.maximum(m, tl.max(xt, axis=0))
+        shift = _safe_shift(m)
+        d = tl.sum(tl.exp(x - shift), axis=0)
+        if TAIL_N > 0:
+            d += tl.sum(tl.exp(xt - shift), axis=0)
+        norm = _norm(d, LOG)
+        # The output address only now: fewer registers held across the loads and reductions.
         y_start = _row_start(row, n_inner, y_outer_stride, y_inner_stride)
         tl.store(y_ptr + y_start + cols * y_col_stride, _finish(x, shift, norm, LOG).to(OUT_TY),
                  mask=mask)
+        if TAIL_N > 0:
+            tl.store(y_ptr + y_start + t_cols * y_col_stride,
+                     _finish(xt, shift, norm, LOG).to(OUT_TY), mask=t_mask)
 
 
 @triton.jit(do_not_specialize=["n_rows"])
@@ -151,9 +176,11 @@ def softmax_tile_kernel(
     y_ptr, x_ptr, n_rows, n_cols, n_inner,
     x_outer_stride, x_inner_stride, x_col_stride,
     y_outer_stride, y_inner_stride, y_col_stride, scale,
-    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, INDEX_64: tl.constexpr, LOG: tl.constexpr,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, TAIL_N: tl.constexpr, INDEX_64: tl.constexpr,
+    LOG: tl.constexpr,
 ):
-    """Rows that fit one block: a ``BLOCK_M x BLOCK_N`` tile of whole rows per iteration.
+    """Rows that fit on chip: a ``BLOCK_M x BLOCK_N`` tile of whole rows per iteration (and a
+    ``BLOCK_M x TAIL_N`` one for columns ``BLOCK_N`` on, as in the row kernel).
 
     A tile is loaded whole before it is stored, so ``y`` may be ``x`` (in place).
     """
@@ -164,14 +191,27 @@ def softmax_tile_kernel(
     n_blocks = tl.cdiv(n_rows, BLOCK_M)
     for block in tl.range(tl.program_id(0), n_blocks, tl.num_programs(0)):
         rows = _widen(block, INDEX_64) * BLOCK_M + tl.arange(0, BLOCK_M)
-        mask = (rows < n_rows)[:, None] & col_mask[None, :]
-        x_start = _row_start(rows, n_inner, x_outer_stride, x_inner_stride)
-        x = _load(x_ptr + x_start[:, None] + cols[None, :] * x_col_stride, mask, scale, ACC_TY)
-        shift = _safe_shift(tl.max(x, axis=1))[:, None]
-        norm = _norm(tl.sum(tl.exp(x - shift), axis=1), LOG)[:, None]
-        y = _finish(x, shift, norm, LOG)
-        y_start = _row_start(rows, n_inner, y_outer_stride, y_inner_stride)
-        tl.store(y_ptr + y_start[:, None] + cols[None, :] * y_col_stride, y.to(OUT_TY), mask=mask)
+        row_mask = (rows < n_rows)[:, None]
+        x_start = _row_start(rows, n_inner, x_outer_stride, x_inner_stride)[:, None]
+        mask = row_mask & col_mask[None, :]
+        x = _load(x_ptr + x_start + cols[None, :] * x_col_stride, mask, scale, ACC_TY)
+        m = tl.max(x, axis=1)
+        if TAIL_N > 0:
+            t_cols, t_mask = _tail_cols(n_cols, BLOCK_N, TAIL_N, INDEX_64)
+            t_mask = row_mask & t_mask[None, :]
+            xt = _load(x_ptr + x_start + t_cols[None, :] * x_col_stride, t_mask, scale, ACC_TY)
+            m = tl.maximum(m, tl.max(xt, axis=1))
+        shift = _safe_shift(m)[:, None]
+        d = tl.sum(tl.exp(x - shift), axis=1)
+        if TAIL_N > 0:
+            d += tl.sum(tl.exp(xt - shift), axis=1)
+        norm = _norm(d, LOG)[:, None]
+        y_start = _row_start(rows, n_inner, y_outer_stride, y_inner_stride)[:, None]
+        tl.store(y_ptr + y_start + cols[None, :] * y_col_stride,
+                 _finish(x, shift, norm, LOG).to(OUT_TY), mask=mask)
+        if TAIL_N > 0:
+            tl.store(y_ptr + y_start + t_cols[None, :] * y_col_stride,
+                     _finish(xt, shift, norm, LOG).to(OUT_TY), mask=t_mask)
 
 
 @triton.jit(do_not_specialize=["n_rows"])

@@ -3,9 +3,9 @@ many programs to launch, and the cache of compiled-kernel launch configurations.
 
 The target is resolved once per process from ``triton.runtime.driver.active`` ("npu" for
 triton-ascend, "cuda"/"hip" for upstream Triton, "cpu" when there is no driver or Triton runs its
-interpreter). ``kernels`` maps everything that changes a compiled binary (variant, tile sizes,
-dtypes, 64-bit indexing, target, device) to the number of programs that binary runs at once, so a
-new shape that maps to a known key neither compiles nor measures anything again.
+interpreter). ``kernels`` maps everything that changes a compiled binary (the ``Plan``: variant,
+tile sizes, 64-bit indexing; dtypes, target, device) to the number of programs that binary runs
+at once, so a new shape that maps to a known key neither compiles nor measures anything again.
 """
 
 from __future__ import annotations
@@ -95,6 +95,7 @@ class Plan:
     variant: str  # "tile", "online" or "split"
     block_m: int  # rows per iteration (tile variant; 1 otherwise)
     block_n: int  # columns per block or per chunk
+    tail_n: int  # columns of the tile variant's second block, from block_n on (0: none)
     n_splits: int  # programs sharing one row (split variant; 1 otherwise)
     index_64: bool  # 64-bit offsets
 
@@ -136,17 +137,19 @@ def _plan(n_rows: int, n_cols: int, max_offset: int, itemsize: int, n_cores: int
             variant = "split"
         else:
             variant = "online"
-    block_m, block_n, n_splits = 1, chunk(variant), 1
+    block_m, block_n, tail_n, n_splits = 1, chunk(variant), 0, 1
     if variant == "tile":
-        block_n = full_block
-        block_m = be.rows_per_block(block_n, n_rows, n_cores, itemsize)
+        block_n, tail_n = full_block, be.tail_block(n_cols, itemsize) if streams == 1 else 0
+        if tail_n:
+            block_n //= 2
+        block_m = be.rows_per_block(block_n + tail_n, n_rows, n_cores, itemsize)
     elif variant == "split":
         # The target's work items per core, at most MAX_SPLITS per row.
         wanted = min(triton.cdiv(be.split_items_per_core * n_cores, n_rows), MAX_SPLITS)
         n_splits = triton.next_power_of_2(max(2, min(wanted, most_splits)))
     # The split variant's scratch holds 2 * n_rows * n_splits partial results.
-    reach = max(max_offset, 2 * n_rows * n_splits) + block_m * block_n * n_splits
-    return Plan(variant, block_m, block_n, n_splits, index_64=reach >= 2**31)
+    reach = max(max_offset, 2 * n_rows * n_splits) + block_m * (block_n + tail_n) * n_splits
+    return Plan(variant, block_m, block_n, tail_n, n_splits, index_64=reach >= 2**31)
 
 
 kernels: dict[tuple, int] = {}
@@ -154,7 +157,7 @@ _lock = threading.RLock()
 
 
 def _launch(key: tuple, kernel: Any, n_items: int, args: tuple, constexprs: dict[str, Any],
-            device_index: int, tile: tuple[int, int, int]) -> tuple[Any, int]:
+            device_index: int, tile: tuple[Plan, int]) -> tuple[Any, int]:
     """Launch ``kernel`` through Triton over ``n_items`` work items on a persistent grid; return
     what the launch returned (the compiled kernel, on GPUs) and the grid size.
 
@@ -190,10 +193,10 @@ class _Step:
     """
 
     def __init__(self, kernel: Any, key: tuple, n_items: int, operands: tuple[int, ...],
-                 scalars: tuple, constexprs: dict[str, Any], tile: tuple[int, int, int]) -> None:
+                 scalars: tuple, constexprs: dict[str, Any], tile: tuple[Plan, int]) -> None:
         self.kernel, self.key, self.n_items = kernel, key, n_items
         self.operands, self.scalars, self.constexprs = operands, scalars, constexprs
-        self.tile = tile  # (block_m, block_n, itemsize), for the compile options
+        self.tile = tile  # (plan, itemsize), for the compile options
         # The launcher takes every parameter in order, constexpr values included.
         first_constexpr = len(operands) + len(scalars)
         self.tail = scalars + tuple(constexprs[name]
@@ -278,18 +281,17 @@ def prepare_softmax(x_dtype: torch.dtype, y_dtype: torch.dtype, device: torch.de
     device_index = device.index or 0
     itemsize = max(x_dtype.itemsize, y_dtype.itemsize)
     p = plan(layout, itemsize, core_count(device_index), be, variant)
-    key = (p.variant, p.block_m, p.block_n, p.n_splits, p.index_64, x_dtype, y_dtype, log,
-           be.name, device.type, device_index)
+    key = (p, x_dtype, y_dtype, log, be.name, device.type, device_index)
     rows = (layout.n_rows, layout.n_cols, layout.n_inner)
     flags = {"BLOCK_N": p.block_n, "INDEX_64": p.index_64, "LOG": log}
-    tile = (p.block_m, p.block_n, itemsize)
+    tile = (p, itemsize)
     every_row = (*rows, *layout.x_strides, *layout.y_strides, scale)
     if p.variant == "tile" and p.block_m == 1:
-        steps = (_Step(K.softmax_row_kernel, key, layout.n_rows, (1, 0), every_row, flags,
-                       tile),)
+        steps = (_Step(K.softmax_row_kernel, key, layout.n_rows, (1, 0), every_row,
+                       {**flags, "TAIL_N": p.tail_n}, tile),)
     elif p.variant == "tile":
         steps = (_Step(K.softmax_tile_kernel, key, triton.cdiv(layout.n_rows, p.block_m),
-                       (1, 0), every_row, {**flags, "BLOCK_M": p.block_m},
+                       (1, 0), every_row, {**flags, "BLOCK_M": p.block_m, "TAIL_N": p.tail_n},
                        tile),)
     elif p.variant == "online":
         steps = (_Step(K.softmax_online_kernel, key, layout.n_rows, (1, 0), every_row, flags,
@@ -324,11 +326,11 @@ def launch_softmax_backward(dy: torch.Tensor, y: torch.Tensor, dx: torch.Tensor,
     device_index = dy.device.index or 0
     itemsize = max(dy.element_size(), y.element_size(), dx.element_size())
     p = plan(layout, itemsize, core_count(device_index), be, variant, streams=2)
-    key = ("backward", p.variant, p.block_m, p.block_n, p.n_splits, p.index_64, dy.dtype,
-           y.dtype, dx.dtype, log, be.name, dy.device.type, device_index)
+    key = (p, dy.dtype, y.dtype, dx.dtype, log, be.name, dy.device.type, device_index,
+           "backward")
     rows = (layout.n_rows, layout.n_cols, layout.n_inner, *layout.x_strides, *layout.y_strides)
     flags = {"BLOCK_N": p.block_n, "INDEX_64": p.index_64, "LOG": log}
-    tile = (p.block_m, p.block_n, itemsize)
+    tile = (p, itemsize)
     # Operands: (dy, y, dx) and, for the split variant, the partial sums' scratch (3).
     scratch = None
     if p.variant == "tile" and p.block_m == 1:
@@ -380,7 +382,8 @@ def reachable_plans(be: Backend, itemsize: int, n_cores: int, col_stride: int = 
     over the last dim; more: over an inner dim), sorted; for ahead-of-time compile checks.
 
     ``plan()`` itself is run over a sweep of (n_rows, n_cols) shapes that reaches each
-    of its branches: row lengths at and just past every power of two (every ``block_n``), row
+    of its branches: row lengths at and just past every power of two (every ``block_n``; past
+    it by each smaller power of two where the target takes tail blocks, every ``tail_n``), row
     counts from 1 to past twice the cores (every ``n_splits``) and at each power of two times the
     cores (every ``block_m``). Strided views can set ``index_64`` for any tile, so every plan is
     returned with both index widths.
@@ -389,7 +392,12 @@ def reachable_plans(be: Backend, itemsize: int, n_cores: int, col_stride: int = 
     longest_chunk = max(be.tile_elems(itemsize), be.chunk_elems(itemsize, "online"),
                         be.chunk_elems(itemsize, "split"))
     max_cols = be.split_items_per_core * n_cores * longest_chunk
-    col_counts = sorted({c for k in range(max_cols.bit_length()) for c in (1 << k, (1 << k) + 1)})
+    # Past a power of two by one, and, where the target takes tail blocks, by every smaller
+    # power of two (each tail size).
+    past = range(max_cols.bit_length()) if be.tail_from is not None else range(1)
+    col_counts = sorted({c for k in range(max_cols.bit_length())
+                         for c in (1 << k, *((1 << k) + (1 << j) for j in past if j < k))}
+                        | {1, 2})
     row_counts = set(range(1, 2 * n_cores + 2))
     row_counts |= {n_cores << k for k in range(be.tile_elems(itemsize).bit_length() + 1)}
     found = set()

@@ -135,7 +135,8 @@ def launch_values(plan: Any, x: torch.Tensor, y: torch.Tensor, dim: int) -> dict
             **dict(zip(("y_outer_stride", "y_inner_stride", "y_col_stride"), rows.y_strides)),
             "part_ptr": torch.empty(2 * rows.n_rows * splits),
             "split_cols": plan.split_cols(rows.n_cols),
-            "BLOCK_M": plan.block_m, "BLOCK_N": plan.block_n, "INDEX_64": plan.index_64,
+            "BLOCK_M": plan.block_m, "BLOCK_N": plan.block_n, "TAIL_N": plan.tail_n,
+            "INDEX_64": plan.index_64,
             "N_SPLITS": splits, "scale": 1.0, "LOG": False}
 
 

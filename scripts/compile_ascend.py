@@ -282,7 +282,7 @@ def compile_one(t: Target, dtype_name: str, p: launcher.Plan, layout: str, fn_na
     row = Row(t.name, dtype_name, layout, fn_name.removeprefix("softmax_").removesuffix("_kernel"),
               p,
               ub_model=be.tile_ub_bytes(p.block_m, p.block_n), ub_budget=ub_bytes(t.arch))
-    options = {**be.options(p.block_m, p.block_n, x.element_size()), **dict(t.options)}
+    options = {**be.options(p, x.element_size()), **dict(t.options)}
     row.multibuffer = bool(options.get("multibuffer"))
     os.environ["NPU_SOFTMAX_ARCH"] = t.arch
     os.environ["PATH"] = _compiler_dir(t, cache_root) + os.pathsep + os.environ["PATH"]

@@ -25,7 +25,8 @@ from npu_softmax.layout import RowLayout, row_layout
 from npu_softmax.timing import gbps, time_ms
 
 TILE_SHAPES = [(32768, 128), (65536, 64), (16384, 512), (1823, 781), (4096, 1024),
-               (4096, 4096), (4096, 8192), (1024, 16384), (4096, 32768), (64, 65536)]
+               (4096, 4096), (4096, 4352), (4096, 8192), (4096, 8448), (4096, 10240),
+               (1024, 16384), (4096, 20480), (4096, 32768), (64, 65536)]
 ONLINE_SHAPES = [(4096, 32768), (64, 65536), (1024, 131072), (256, 151936)]
 SPLIT_SHAPES = [(1, 151936), (8, 151936), (32, 151936), (16, 262144), (4, 1048576)]
 
@@ -40,22 +41,29 @@ def _rows(lay: RowLayout) -> tuple:
 
 def tile_configs(x: torch.Tensor, y: torch.Tensor, lay: RowLayout,
                  sms: int) -> Iterator[tuple[str, Callable]]:
-    """The row kernel (one row per block) and the tile kernel (several rows per block)."""
+    """The row kernel (one row per block) and the tile kernel (several rows per block), each
+    with the row in one power-of-two block and, where that takes fewer lanes, as a head of half
+    that block and a power-of-two tail (``Backend.tail_block``)."""
     m, n = x.shape
-    block_n = triton.next_power_of_2(n)
-    for elems, warps, stages, per_sm in itertools.product(
-            (1024, 2048, 4096, 8192), (2, 4, 8, 16, 32), (1, 2), (1, 2, 4, 8, 16)):
-        block_m = max(1, elems // block_n)
-        if block_m == 1 and elems > block_n:
+    full = triton.next_power_of_2(n)
+    tail = triton.next_power_of_2(n - full // 2) if n > 1 else 0
+    blocks = [(full, 0)] + ([(full // 2, tail)] if tail < full // 2 else [])
+    for (block_n, tail_n), elems, warps, stages, per_sm in itertools.product(
+            blocks, (1024, 2048, 4096, 8192), (2, 4, 8, 16, 32), (1, 2), (1, 2, 4, 8, 16)):
+        block_m = max(1, elems // full)
+        if block_m == 1 and elems > full:
             continue
         grid = (min(sms * per_sm, triton.cdiv(m, block_m)),)
         tile = {"BLOCK_M": block_m} if block_m > 1 else {}
         kernel = K.softmax_tile_kernel if block_m > 1 else K.softmax_row_kernel
 
-        def run(kernel=kernel, grid=grid, tile=tile, warps=warps, stages=stages) -> None:
+        def run(kernel=kernel, grid=grid, tile=tile, block_n=block_n, tail_n=tail_n,
+                warps=warps, stages=stages) -> None:
             kernel[grid](y, x, *_rows(lay), *lay.y_strides, 1.0, BLOCK_N=block_n,
-                         INDEX_64=False, LOG=False, num_warps=warps, num_stages=stages, **tile)
-        yield (f"BLOCK_M={block_m} warps={warps} stages={stages} programs/SM={per_sm}", run)
+                         TAIL_N=tail_n, INDEX_64=False, LOG=False, num_warps=warps,
+                         num_stages=stages, **tile)
+        yield (f"BLOCK_M={block_m} BLOCK_N={block_n}+{tail_n} warps={warps} stages={stages} "
+               f"programs/SM={per_sm}", run)
 
 
 def online_configs(x: torch.Tensor, y: torch.Tensor, lay: RowLayout,
@@ -143,8 +151,8 @@ def host_costs() -> None:
         "launcher.launch_softmax (plans)": lambda: launcher.launch_softmax(x, y, lay),
         "kept Launch(x, y)": lambda: kept(x, y),
         "Triton kernel[grid](...)": lambda: K.softmax_row_kernel[(4,)](
-            y, x, *_rows(lay), *lay.y_strides, 1.0, BLOCK_N=128, INDEX_64=False, LOG=False,
-            num_warps=4, num_stages=1),
+            y, x, *_rows(lay), *lay.y_strides, 1.0, BLOCK_N=128, TAIL_N=0, INDEX_64=False,
+            LOG=False, num_warps=4, num_stages=1),
         "eager.signature": lambda: eager.signature(x, -1, None, None, None, False),
         "torch.empty": lambda: torch.empty((4, 128), dtype=torch.float32, device=x.device),
     }
@@ -158,7 +166,7 @@ def host_costs() -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--variant", choices=["tile", "online", "split", "host"], action="append")
-    parser.add_argument("--dtype", choices=["float32", "bfloat16"], action="append")
+    parser.add_argument("--dtype", choices=["float32", "bfloat16", "float16"], action="append")
     parser.add_argument("--top", type=int, default=4)
     parser.add_argument("--shapes", help="only these MxN shapes, e.g. 4096x32768,64x65536")
     args = parser.parse_args()

@@ -6,10 +6,12 @@ import math
 
 import pytest
 import torch
+import triton
 from _ref import DTYPES, VARIANTS, assert_close, reference
 
 import npu_softmax as ns
-from npu_softmax import launcher
+from npu_softmax import eager, launcher
+from npu_softmax.layout import row_layout
 
 FUNCS = {"softmax": (ns.softmax, ns.softmax_, False),
          "log_softmax": (ns.log_softmax, ns.log_softmax_, True)}
@@ -31,6 +33,38 @@ def test_forward(device: str, name: str, variant: str | None, dtype: torch.dtype
     x = (torch.randn(shape, dtype=torch.float64) * 4).to(dtype).to(device)
     y = fn(x, -1, variant=variant)
     assert y.dtype == dtype and y.shape == x.shape and y.is_contiguous()
+    assert_close(y, reference(x, -1, log), dtype)
+
+
+@pytest.mark.parametrize("name", FUNCS)
+@pytest.mark.parametrize("tail", [False, True], ids=["one_block", "head_tail"])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+@pytest.mark.parametrize("shape", [(37, 300), (5, 4352), (3, 9000)])
+def test_tile_head_and_tail(device: str, name: str, tail: bool, dtype: torch.dtype,
+                            shape: tuple[int, int], monkeypatch: pytest.MonkeyPatch) -> None:
+    """Rows that fit, held as one power-of-two block or as a head of half that block and a
+    tail (``Backend.tail_block``), each forced whatever the target's rule; out= poisoned with
+    NaN, so an element neither block writes fails. 300 = 256 + 64; 4352 = 4096 + 256 (several
+    rows a tile under the interpreter, one on GPUs); 9000 = 8192 + 1024."""
+    fn, _, log = FUNCS[name]
+    n_cols = shape[1]
+    head = triton.next_power_of_2(n_cols) // 2
+    tail_n = triton.next_power_of_2(n_cols - head) if tail else 0
+    be = launcher.backend()
+    monkeypatch.setattr(be, "tail_block", lambda n, itemsize: tail_n if n == n_cols else 0)
+    monkeypatch.setattr(eager, "_calls", {})  # no launch kept from the other form
+    launcher._plan.cache_clear()
+    try:
+        x = (torch.randn(shape, dtype=torch.float64) * 4).to(dtype).to(device)
+        out = torch.full(shape, math.nan, dtype=dtype, device=device)
+        fn(x, -1, variant="tile", out=out)
+        y = fn(x, -1, variant="tile")
+        layout = row_layout(shape, 1, x.stride(), y.stride())
+        p = launcher.plan(layout, x.element_size(), launcher.core_count(0), be)
+    finally:
+        launcher._plan.cache_clear()
+    assert (p.variant, p.tail_n, p.block_n) == ("tile", tail_n, head if tail else 2 * head)
+    assert_close(out, reference(x, -1, log), dtype)
     assert_close(y, reference(x, -1, log), dtype)
 
 

@@ -167,7 +167,12 @@ def test_matches_float64_reference(device: str, data: st.DataObject) -> None:
     described = (f"shape={tuple(x.shape)} stride={x.stride()} dim={dim} x={x.dtype} "
                  f"dtype={dtype} variant={variant} layout={case['layout']} "
                  f"values={case['kind']}")
-    assert_softmax_close(y, reference(x, dim, dtype=dtype), described)
+    # Next to a GPU/NPU, CPU tensors run torch's own CPU softmax, whose float32 sums are
+    # sequential per vector lane: its error grows with the row length, unlike the kernels' trees.
+    n_cols = x.shape[dim] if x.dim() else 1
+    fallback = not launcher.serves(x.device)
+    scale = max(1.0, n_cols / 4096) if fallback else 1.0
+    assert_softmax_close(y, reference(x, dim, dtype=dtype), described, scale)
 
 
 SPECIAL_ROWS = {

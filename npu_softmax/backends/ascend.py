@@ -8,11 +8,14 @@ it. ``num_warps``/``num_stages`` mean nothing there and are never passed.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .. import _compat
 from ..layout import RowLayout
 from .base import Backend
+
+if TYPE_CHECKING:
+    from ..launcher import Plan
 
 #: Unified buffer per vector core, bytes, by chip family (prefix of the arch name), as the chip
 #: specs of bishengir-compile 1.2 give it (``UB_SIZE``; checked by scripts/compile_ascend.py).
@@ -106,7 +109,7 @@ class AscendBackend(Backend):
     def core_count(self, device_index: int) -> int:
         return _compat.device_properties(device_index)["num_vectorcore"]
 
-    def options(self, block_m: int, block_n: int, itemsize: int) -> dict[str, Any]:
+    def options(self, plan: Plan, itemsize: int) -> dict[str, Any]:
         return {"multibuffer": self.multibuffer}
 
     def max_programs(self, kernel: Any, args: tuple, constexprs: dict[str, Any],

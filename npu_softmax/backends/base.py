@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import triton
 
 from ..layout import RowLayout
+
+if TYPE_CHECKING:
+    from ..launcher import Plan
 
 
 class Backend:
@@ -22,6 +25,8 @@ class Backend:
     #: Row blocks per core the tile variant leaves at least, when rows are few enough that
     #: bigger blocks would leave fewer (one where a core runs one program).
     row_blocks_per_core = 1
+    #: Shortest row given a tail block (``tail_block``); None: never.
+    tail_from: int | None = None
 
     def for_layout(self, layout: RowLayout) -> Backend:
         """The sizing rules for rows laid out as ``layout`` (the same for every layout here)."""
@@ -40,13 +45,28 @@ class Backend:
         """Elements of a tile of several short rows (at most ``tile_elems``)."""
         return self.tile_elems(itemsize)
 
+    def tail_block(self, n_cols: int, itemsize: int) -> int:
+        """Columns of the tail block for a row of ``n_cols`` elements that fits the tile, 0 for
+        none (one power-of-two block).
+
+        With ``tail_from`` set, a row at least that long is held as a head of half its
+        power-of-two block and the power-of-two tail after it, where the two take fewer lanes.
+        """
+        if self.tail_from is None or n_cols < self.tail_from:
+            return 0
+        head = triton.next_power_of_2(n_cols) // 2
+        tail = triton.next_power_of_2(n_cols - head)
+        return tail if tail < head else 0
+
     def rows_per_block(self, block_n: int, n_rows: int, n_cores: int, itemsize: int) -> int:
-        """How many whole rows of ``block_n`` columns the tile kernel takes per iteration.
+        """How many whole rows of ``block_n`` columns (head and tail) the tile kernel takes per
+        iteration.
 
         Enough rows that an iteration moves a useful number of bytes, but not so many that the
         cores run out of row blocks to share.
         """
-        rows = max(1, self.rows_tile_elems(itemsize) // block_n)
+        # A power of two (a tl.arange size), though a row with a tail block is not.
+        rows = 1 << max(0, (self.rows_tile_elems(itemsize) // block_n).bit_length() - 1)
         per_block = triton.next_power_of_2(triton.cdiv(n_rows, n_cores * self.row_blocks_per_core))
         return min(rows, per_block)
 
@@ -54,9 +74,8 @@ class Backend:
         """Independent cores (SMs, vector cores) of the device."""
         raise NotImplementedError
 
-    def options(self, block_m: int, block_n: int, itemsize: int) -> dict[str, Any]:
-        """Compile options for a kernel whose tile is ``block_m x block_n`` elements of
-        ``itemsize`` bytes (``block_m`` 1 for one row or one chunk)."""
+    def options(self, plan: Plan, itemsize: int) -> dict[str, Any]:
+        """Compile options for the kernels of ``plan`` on ``itemsize``-byte elements."""
         return {}
 
     def max_programs(self, kernel: Any, args: tuple, constexprs: dict[str, Any],

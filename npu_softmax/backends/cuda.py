@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+import triton
 
 from .. import _compat
 from .base import Backend
+
+if TYPE_CHECKING:
+    from ..launcher import Plan
 
 #: Resident threads per SM on every NVIDIA GPU since Volta (and per CU on AMD CDNA).
 MAX_THREADS_PER_SM = 2048
@@ -24,6 +29,8 @@ class CudaBackend(Backend):
     #: (measured through the API on the H100, 2026-11-22: 4096x128 fp32 512 -> 683 GB/s,
     #: 4096x256 923 -> 1074, 1000x300 325 -> 369, against torch's 636, 975 and 347).
     row_blocks_per_core = 4
+    #: Tail blocks for 2-byte rows of more than 4096 elements (``tail_block``).
+    tail_from = 4097
 
     def __init__(self, name: str = "cuda") -> None:
         self.name = name
@@ -45,17 +52,40 @@ class CudaBackend(Backend):
     def core_count(self, device_index: int) -> int:
         return _compat.device_properties(device_index)["multiprocessor_count"]
 
-    def options(self, block_m: int, block_n: int, itemsize: int) -> dict[str, Any]:
-        # 4 warps for small tiles, 8 from 4096 elements, 16 from 8192, 32 from 32768; but 4 for
-        # a tile of several float32 rows up to 4096 elements (measured through the API on the
-        # H100, 2026-11-22: 32768x128 2106 against 1876 GB/s with 8, 4096x1024 2032 against
-        # 1859; bfloat16 tiles do better with 8). One stage: the persistent loop keeps enough
-        # rows in flight through occupancy instead.
-        elems = block_m * block_n
+    def tail_block(self, n_cols: int, itemsize: int) -> int:
+        # A tail of at most a quarter of the head, for 2-byte dtypes only. Measured through the
+        # API on the H100 (2026-11-22, docs/tuning.md), rows of 4096 bf16: 8448-10240 columns
+        # 77-87% of the copy roof as one block, 88-92% as head and tail; 18432 and 20480
+        # 69-74% against 82-87%. Larger tails, float32 rows and heads under 4096 lose.
+        tail = super().tail_block(n_cols, itemsize)
+        return tail if itemsize == 2 and tail <= triton.next_power_of_2(n_cols) // 8 else 0
+
+    def options(self, plan: Plan, itemsize: int) -> dict[str, Any]:
+        # One stage: the persistent loop keeps enough rows in flight through occupancy instead.
+        return {"num_warps": self._warps(plan, itemsize), "num_stages": 1}
+
+    @staticmethod
+    def _warps(plan: Plan, itemsize: int) -> int:
+        # From a sweep of warps (4-32), waves and tails over rows of 256-32768 elements, M=4096,
+        # float32/bfloat16/float16 (H100, 2026-11-22, docs/tuning.md). What sets the speed is how
+        # many programs an SM keeps (registers) against how many bytes each has in flight.
+        block_m, block_n, tail_n = plan.block_m, plan.block_n, plan.tail_n
+        if plan.variant == "tile" and block_m == 1 and block_n >= 4096:
+            if itemsize >= 4:
+                # 16 elements a thread: 16384 with 16 warps needs 72 registers, one program an
+                # SM, 77-90% of the roof; with 32 warps 98-100%.
+                return 16 if block_n <= 8192 else 32
+            if tail_n:
+                return block_n // 1024  # 4096 + tail: 4, 8192 + tail: 8, 16384 + tail: 16
+            return 4 if block_n == 4096 else 16 if block_n <= 16384 else 32
+        # Tiles of several short rows, and chunks: by tile size, but 4 warps for float32 tiles
+        # of up to 4096 elements (32768x128 2106 against 1876 GB/s with 8; bfloat16 tiles do
+        # better with 8).
+        elems = block_m * (block_n + tail_n)
         warps = 4 if elems < 4096 else 8 if elems < 8192 else 16 if elems < 32768 else 32
         if block_m > 1 and itemsize >= 4 and elems <= 4096:
             warps = 4
-        return {"num_warps": warps, "num_stages": 1}
+        return warps
 
     def max_programs(self, kernel: Any, args: tuple, constexprs: dict[str, Any],
                      options: dict[str, Any], device_index: int) -> int:
