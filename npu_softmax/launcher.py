@@ -396,8 +396,7 @@ def reachable_plans(be: Backend, itemsize: int, n_cores: int, col_stride: int = 
     # power of two (each tail size).
     past = range(max_cols.bit_length()) if be.tail_from is not None else range(1)
     col_counts = sorted({c for k in range(max_cols.bit_length())
-                         for c in (1 << k, *((1 << k) + (1 << j) for j in past if j < k))}
-                        | {1, 2})
+                         for c in (1 << k, *((1 << k) + (1 << j) for j in past if j < k))})
     row_counts = set(range(1, 2 * n_cores + 2))
     row_counts |= {n_cores << k for k in range(be.tile_elems(itemsize).bit_length() + 1)}
     found = set()

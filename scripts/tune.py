@@ -21,6 +21,7 @@ import triton
 import npu_softmax
 from npu_softmax import eager, launcher
 from npu_softmax import kernels as K
+from npu_softmax.backends.base import head_tail
 from npu_softmax.layout import RowLayout, row_layout
 from npu_softmax.timing import gbps, time_ms
 
@@ -45,9 +46,8 @@ def tile_configs(x: torch.Tensor, y: torch.Tensor, lay: RowLayout,
     with the row in one power-of-two block and, where that takes fewer lanes, as a head of half
     that block and a power-of-two tail (``Backend.tail_block``)."""
     m, n = x.shape
-    full = triton.next_power_of_2(n)
-    tail = triton.next_power_of_2(n - full // 2) if n > 1 else 0
-    blocks = [(full, 0)] + ([(full // 2, tail)] if tail < full // 2 else [])
+    full, tail = triton.next_power_of_2(n), head_tail(n)
+    blocks = [(full, 0)] + ([(full // 2, tail)] if tail else [])
     for (block_n, tail_n), elems, warps, stages, per_sm in itertools.product(
             blocks, (1024, 2048, 4096, 8192), (2, 4, 8, 16, 32), (1, 2), (1, 2, 4, 8, 16)):
         block_m = max(1, elems // full)

@@ -12,6 +12,14 @@ if TYPE_CHECKING:
     from ..launcher import Plan
 
 
+def head_tail(n_cols: int) -> int:
+    """The power-of-two tail that follows a head of half the power-of-two block of ``n_cols``
+    (9000: 1024 after 8192), or 0 where head and tail would take no fewer lanes than the block."""
+    head = triton.next_power_of_2(n_cols) // 2
+    tail = triton.next_power_of_2(n_cols - head) if head else 0
+    return tail if tail < head else 0
+
+
 class Backend:
     """Sizing rules of one target family. Subclasses override what differs."""
 
@@ -54,9 +62,7 @@ class Backend:
         """
         if self.tail_from is None or n_cols < self.tail_from:
             return 0
-        head = triton.next_power_of_2(n_cols) // 2
-        tail = triton.next_power_of_2(n_cols - head)
-        return tail if tail < head else 0
+        return head_tail(n_cols)
 
     def rows_per_block(self, block_n: int, n_rows: int, n_cores: int, itemsize: int) -> int:
         """How many whole rows of ``block_n`` columns (head and tail) the tile kernel takes per
