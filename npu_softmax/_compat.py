@@ -5,12 +5,30 @@ Everything else in the package uses only the API both share.
 
 from __future__ import annotations
 
+import functools
 import inspect
+import operator
 import os
 from collections.abc import Sequence
 from typing import Any, Callable
 
+import torch
 import triton
+
+try:  # upstream 3.4+: programmatic dependent launch (CUDA, sm_90+)
+    from triton.language.extra.cuda import gdc_launch_dependents, gdc_wait
+
+    HAS_DEPENDENT_LAUNCH = True
+except ImportError:  # triton-ascend 3.2: kernels only call these under a False constexpr
+    HAS_DEPENDENT_LAUNCH = False
+
+    @triton.jit
+    def gdc_wait() -> None:
+        """Stands in for upstream's ``gdc_wait`` (wait for the launch this one depends on)."""
+
+    @triton.jit
+    def gdc_launch_dependents() -> None:
+        """Stands in for upstream's ``gdc_launch_dependents`` (let the next launch start)."""
 
 
 def interpreter_enabled() -> bool:
@@ -53,18 +71,22 @@ def triton_version() -> str:
     return triton.__version__
 
 
-def direct_launcher(compiled: Any) -> Callable[[int, int, tuple], bool] | None:
-    """``launch(programs, device_index, args) -> bool``: start an already compiled kernel on the
-    device's current stream, where ``args`` are all the kernel's parameters in order (pointers
-    as integer addresses, constexpr values included; the device must be current). It returns
-    False, launching nothing, while Triton launch hooks are set (a profiler such as proton):
-    those calls go through Triton, so the hooks see them as usual. None where this Triton's
-    ``CompiledKernel`` lacks the launch interface of upstream 3.4+ (``run(grid, stream,
+def direct_launcher(compiled: Any, programs: int, device_index: int, operands: Sequence[int],
+                    tail: tuple) -> Callable[[tuple], bool] | None:
+    """``start(tensors) -> bool``: start an already compiled kernel on ``programs`` programs on
+    the current stream of device ``device_index`` (which must be current), with the data
+    pointers of ``tensors[i] for i in operands`` as its first parameters and ``tail`` (the rest
+    of its parameters in order, constexpr values included) after them.
+
+    It returns False, launching nothing, when a pointer is not 16-byte aligned (Triton compiled
+    ``compiled`` for aligned pointers) or while Triton launch hooks are set (a profiler such as
+    proton): those calls go through Triton, so the hooks see them as usual. None where this
+    Triton's ``CompiledKernel`` lacks the launch interface of upstream 3.4+ (``run(grid, stream,
     function, packed_metadata, launch_metadata, hooks, *args)``), as triton-ascend 3.2's does.
 
-    This is what ``JITFunction.run`` does after binding and specialising the arguments. An
-    integer address also spares the launcher its per-pointer driver query (the caller has the
-    tensors, on the right device).
+    This is what ``JITFunction.run`` does after binding and specialising the arguments, in one
+    Python call: on a tiny tensor Triton's own path costs more host time than the kernel runs.
+    An integer address also spares the launcher its per-pointer driver query.
     """
     try:
         from triton import knobs  # upstream 3.4+
@@ -77,19 +99,23 @@ def direct_launcher(compiled: Any) -> Callable[[int, int, tuple], bool] | None:
         return None
     stream_of = triton.runtime.driver.active.get_current_stream
     hooks = knobs.runtime
+    get = operator.itemgetter(*operands)  # two or more: a tuple of tensors
+    data_ptr = torch.Tensor.data_ptr
 
-    def launch(programs: int, device_index: int, args: tuple) -> bool:
-        if _hooked(hooks.launch_enter_hook) or _hooked(hooks.launch_exit_hook):
+    def start(tensors: tuple) -> bool:
+        ptrs = tuple(map(data_ptr, get(tensors)))
+        # A launch hook is a function, None, or (upstream 3.5+) a chain of functions, maybe
+        # empty.
+        enter, leave = hooks.launch_enter_hook, hooks.launch_exit_hook
+        if (functools.reduce(operator.or_, ptrs) & 15
+                or (enter is not None and getattr(enter, "calls", True))
+                or (leave is not None and getattr(leave, "calls", True))):
             return False
-        run(programs, 1, 1, stream_of(device_index), function, packed, None, None, None, *args)
+        run(programs, 1, 1, stream_of(device_index), function, packed, None, None, None,
+            *ptrs, *tail)
         return True
 
-    return launch
-
-
-def _hooked(hook: Any) -> bool:
-    # A launch hook is a function, None, or (upstream 3.5+) a chain of functions, maybe empty.
-    return hook is not None and bool(getattr(hook, "calls", True))
+    return start
 
 
 def ast_source(fn: Any, signature: dict[str, str], constexprs: dict[str, Any],

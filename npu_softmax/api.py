@@ -49,6 +49,11 @@ def softmax(x: torch.Tensor, dim: int = -1, *, dtype: torch.dtype | None = None,
         RuntimeError: a tensor is on a device the active Triton driver cannot serve, ``out``
             overlaps ``x`` partially, or ``out`` is used with autograd.
     """
+    if out is None:
+        # A signature seen before skips everything else (see ``eager``).
+        y = eager.repeat_forward(x, dim, dtype, temperature, variant, False)
+        if y is not None:
+            return y
     return _dispatch(False, x, dim, dtype, temperature, variant, out)
 
 
@@ -60,6 +65,10 @@ def log_softmax(x: torch.Tensor, dim: int = -1, *, dtype: torch.dtype | None = N
     Same arguments, returns and errors as ``softmax``; computed as ``(x - max) - log(sum(exp(x -
     max)))`` in one fused kernel, so it never takes the log of a rounded softmax.
     """
+    if out is None:
+        y = eager.repeat_forward(x, dim, dtype, temperature, variant, True)
+        if y is not None:
+            return y
     return _dispatch(True, x, dim, dtype, temperature, variant, out)
 
 
@@ -83,14 +92,9 @@ def log_softmax_(x: torch.Tensor, dim: int = -1, *, temperature: float | None = 
 def _dispatch(log: bool, x: torch.Tensor, dim: int, dtype: torch.dtype | None,
               temperature: float | None, variant: str | None,
               out: torch.Tensor | None) -> torch.Tensor:
-    key = None
-    if out is None and eager.plain(x):
-        # A signature seen before skips everything below (see ``eager``).
-        key = eager.signature(x, dim, dtype, temperature, variant, log)
-        if not eager.records_grad(x):
-            y = eager.repeat(key, x)
-            if y is not None:
-                return y
+    # The first call of a signature (or one that records autograd): checked, then kept.
+    key = eager.forward_signature(x, dim, dtype, temperature, variant, log) if (
+        out is None and eager.plain(x)) else None
     fn = ops.op_name(log)
     checks.check_args(fn, x, dim, variant)
     out_dtype = checks.check_dtype_arg(fn, x, dtype)

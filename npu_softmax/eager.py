@@ -37,7 +37,11 @@ class _Call:
             out = torch.empty_like(inputs[self.like])
         else:
             out = torch.empty(self.shape, dtype=self.dtype, device=self.device)
-        self.launch(*inputs, out)
+        tensors = (*inputs, out)
+        # The launch's direct start where it has one (one Python call less), else the launch.
+        start = self.launch.start
+        if start is None or not start(tensors):
+            self.launch(*tensors)
         return out
 
 
@@ -67,6 +71,30 @@ def signature(x: torch.Tensor, *args: object) -> tuple:
     arguments would fail a check never matches a signature that passed.
     """
     return (x.shape, x.stride(), x.dtype, x.device, *args, *map(type, args))
+
+
+def forward_signature(x: torch.Tensor, dim: object, dtype: object, temperature: object,
+                      variant: object, log: bool) -> tuple:
+    """``signature`` of a call of the public forward functions, spelt out: only ``dim`` and
+    ``temperature`` can equal a valid value while failing a check (``True`` for ``1``), so only
+    their types are added."""
+    return (x.shape, x.stride(), x.dtype, x.device, dim, type(dim), dtype, temperature,
+            type(temperature), variant, log)
+
+
+def repeat_forward(x: object, dim: object, dtype: object, temperature: object, variant: object,
+                   log: bool) -> torch.Tensor | None:
+    """The output of a public forward call when its ``forward_signature`` is kept and the call
+    may skip the checks: ``x`` is a plain tensor that autograd does not record. None otherwise;
+    the caller then takes the full path."""
+    if (type(x) is not torch.Tensor or (x.requires_grad and torch.is_grad_enabled())
+            or torch.compiler.is_compiling()):
+        return None
+    try:
+        call = _calls.get(forward_signature(x, dim, dtype, temperature, variant, log))
+    except TypeError:  # an argument that cannot be hashed: the checks will report it
+        return None
+    return None if call is None else call(x)
 
 
 def repeat(key: tuple, *inputs: torch.Tensor) -> torch.Tensor | None:

@@ -34,6 +34,8 @@ Variants (the launcher picks one, see ``launcher.plan``):
 import triton
 import triton.language as tl
 
+from ._compat import gdc_launch_dependents, gdc_wait
+
 
 @triton.jit
 def _widen(i, INDEX_64: tl.constexpr):
@@ -50,10 +52,10 @@ def _row_start(rows, n_inner, outer_stride, inner_stride):
 
 
 @triton.jit
-def _load(ptrs, mask, scale, ACC_TY: tl.constexpr):
+def _load(ptrs, mask, scale, ACC_TY: tl.constexpr, EVICT: tl.constexpr):
     # Masked lanes read -inf: they add nothing to the max and exp(-inf) = 0 to the sum
     # (scale > 0 keeps them -inf).
-    return tl.load(ptrs, mask=mask, other=float("-inf")).to(ACC_TY) * scale
+    return tl.load(ptrs, mask=mask, other=float("-inf"), eviction_policy=EVICT).to(ACC_TY) * scale
 
 
 @triton.jit
@@ -101,13 +103,14 @@ def _split_range(item, split_cols, n_cols, N_SPLITS: tl.constexpr):
 
 @triton.jit
 def _range_stats(x_row, col_stride, cols, lo, hi, scale, BLOCK_N: tl.constexpr,
-                 ACC_TY: tl.constexpr):
-    """Max ``m`` and ``sum(exp(x - m))`` of ``x_row[lo:hi]`` in one pass (online softmax)."""
+                 ACC_TY: tl.constexpr, EVICT: tl.constexpr):
+    """Max ``m`` and ``sum(exp(x - m))`` of ``x_row[lo:hi]`` in one pass (online softmax),
+    reading with the L2 eviction policy ``EVICT`` (``""``: the default)."""
     m = tl.full([], float("-inf"), ACC_TY)
     d = tl.zeros([], ACC_TY)
     for start in tl.range(lo, hi, BLOCK_N):
         c = start + cols
-        x = _load(x_row + c * col_stride, c < hi, scale, ACC_TY)
+        x = _load(x_row + c * col_stride, c < hi, scale, ACC_TY, EVICT)
         m_new = tl.maximum(m, tl.max(x, axis=0))
         shift = _safe_shift(m_new)
         d = d * tl.exp(m - shift) + tl.sum(tl.exp(x - shift), axis=0)
@@ -118,8 +121,9 @@ def _range_stats(x_row, col_stride, cols, lo, hi, scale, BLOCK_N: tl.constexpr,
 @triton.jit
 def _range_normalize(x_row, y_row, x_col_stride, y_col_stride, cols, lo, hi, shift, d, scale,
                      BLOCK_N: tl.constexpr, OUT_TY: tl.constexpr, ACC_TY: tl.constexpr,
-                     LOG: tl.constexpr):
-    """``y_row[lo:hi]`` from the row's ``shift`` (safe max) and ``d = sum(exp(x - shift))``.
+                     LOG: tl.constexpr, EVICT: tl.constexpr):
+    """``y_row[lo:hi]`` from the row's ``shift`` (safe max) and ``d = sum(exp(x - shift))``,
+    reading with the L2 eviction policy ``EVICT``.
 
     Each chunk is read before it is written, by this program only, so ``y`` may be ``x``.
     """
@@ -130,7 +134,7 @@ def _range_normalize(x_row, y_row, x_col_stride, y_col_stride, cols, lo, hi, shi
     for k in tl.range(0, n_chunks):
         c = lo + (n_chunks - 1 - k) * BLOCK_N + cols
         mask = c < hi
-        x = _load(x_row + c * x_col_stride, mask, scale, ACC_TY)
+        x = _load(x_row + c * x_col_stride, mask, scale, ACC_TY, EVICT)
         tl.store(y_row + c * y_col_stride, _finish(x, shift, norm, LOG).to(OUT_TY), mask=mask)
 
 
@@ -151,11 +155,11 @@ def softmax_row_kernel(
     for r in tl.range(tl.program_id(0), n_rows, tl.num_programs(0)):
         row = _widen(r, INDEX_64)
         x_start = _row_start(row, n_inner, x_outer_stride, x_inner_stride)
-        x = _load(x_ptr + x_start + cols * x_col_stride, mask, scale, ACC_TY)
+        x = _load(x_ptr + x_start + cols * x_col_stride, mask, scale, ACC_TY, "")
         m = tl.max(x, axis=0)
         if TAIL_N > 0:
             t_cols, t_mask = _tail_cols(n_cols, BLOCK_N, TAIL_N, INDEX_64)
-            xt = _load(x_ptr + x_start + t_cols * x_col_stride, t_mask, scale, ACC_TY)
+            xt = _load(x_ptr + x_start + t_cols * x_col_stride, t_mask, scale, ACC_TY, "")
             m = tl.maximum(m, tl.max(xt, axis=0))
         shift = _safe_shift(m)
         d = tl.sum(tl.exp(x - shift), axis=0)
@@ -194,12 +198,12 @@ def softmax_tile_kernel(
         row_mask = (rows < n_rows)[:, None]
         x_start = _row_start(rows, n_inner, x_outer_stride, x_inner_stride)[:, None]
         mask = row_mask & col_mask[None, :]
-        x = _load(x_ptr + x_start + cols[None, :] * x_col_stride, mask, scale, ACC_TY)
+        x = _load(x_ptr + x_start + cols[None, :] * x_col_stride, mask, scale, ACC_TY, "")
         m = tl.max(x, axis=1)
         if TAIL_N > 0:
             t_cols, t_mask = _tail_cols(n_cols, BLOCK_N, TAIL_N, INDEX_64)
             t_mask = row_mask & t_mask[None, :]
-            xt = _load(x_ptr + x_start + t_cols[None, :] * x_col_stride, t_mask, scale, ACC_TY)
+            xt = _load(x_ptr + x_start + t_cols[None, :] * x_col_stride, t_mask, scale, ACC_TY, "")
             m = tl.maximum(m, tl.max(xt, axis=1))
         shift = _safe_shift(m)[:, None]
         d = tl.sum(tl.exp(x - shift), axis=1)
@@ -220,8 +224,13 @@ def softmax_online_kernel(
     x_outer_stride, x_inner_stride, x_col_stride,
     y_outer_stride, y_inner_stride, y_col_stride, scale,
     BLOCK_N: tl.constexpr, INDEX_64: tl.constexpr, LOG: tl.constexpr,
+    FIRST_EVICT: tl.constexpr, SECOND_EVICT: tl.constexpr,
 ):
-    """Rows longer than a block: one row per iteration, two passes over ``BLOCK_N`` chunks."""
+    """Rows longer than a block: one row per iteration, two passes over ``BLOCK_N`` chunks.
+
+    The first pass reads with L2 eviction policy ``FIRST_EVICT``, the second with
+    ``SECOND_EVICT`` (on CUDA ``evict_last`` then ``evict_first``: the first read's lines stay
+    in L2 for the second, which needs them no more)."""
     OUT_TY: tl.constexpr = y_ptr.dtype.element_ty
     ACC_TY: tl.constexpr = tl.float64 if OUT_TY == tl.float64 else tl.float32
     cols = _widen(tl.arange(0, BLOCK_N), INDEX_64)
@@ -229,19 +238,25 @@ def softmax_online_kernel(
         row = _widen(r, INDEX_64)
         x_row = x_ptr + _row_start(row, n_inner, x_outer_stride, x_inner_stride)
         y_row = y_ptr + _row_start(row, n_inner, y_outer_stride, y_inner_stride)
-        m, d = _range_stats(x_row, x_col_stride, cols, 0, n_cols, scale, BLOCK_N, ACC_TY)
+        m, d = _range_stats(x_row, x_col_stride, cols, 0, n_cols, scale, BLOCK_N, ACC_TY,
+                            FIRST_EVICT)
         _range_normalize(x_row, y_row, x_col_stride, y_col_stride, cols, 0, n_cols,
-                         _safe_shift(m), d, scale, BLOCK_N, OUT_TY, ACC_TY, LOG)
+                         _safe_shift(m), d, scale, BLOCK_N, OUT_TY, ACC_TY, LOG, SECOND_EVICT)
 
 
 @triton.jit(do_not_specialize=["n_rows"])
 def softmax_split_stats_kernel(
     part_ptr, x_ptr, n_rows, n_cols, n_inner,
     x_outer_stride, x_inner_stride, x_col_stride, split_cols, scale,
-    N_SPLITS: tl.constexpr, BLOCK_N: tl.constexpr, INDEX_64: tl.constexpr,
+    N_SPLITS: tl.constexpr, BLOCK_N: tl.constexpr, INDEX_64: tl.constexpr, PDL: tl.constexpr,
 ):
     """Pass 1 of a split row: max and sum of each ``split_cols`` range into ``part_ptr``, a
-    ``[2, n_rows, N_SPLITS]`` buffer (maxima, then sums; one buffer, one allocation)."""
+    ``[2, n_rows, N_SPLITS]`` buffer (maxima, then sums; one buffer, one allocation).
+
+    With ``PDL`` (CUDA) pass 2 may be launched at once; it waits for this kernel inside.
+    """
+    if PDL:
+        gdc_launch_dependents()
     ACC_TY: tl.constexpr = part_ptr.dtype.element_ty
     cols = _widen(tl.arange(0, BLOCK_N), INDEX_64)
     n_items = n_rows * N_SPLITS
@@ -249,7 +264,7 @@ def softmax_split_stats_kernel(
         item = _widen(i, INDEX_64)
         row, lo, hi = _split_range(item, split_cols, n_cols, N_SPLITS)
         x_row = x_ptr + _row_start(row, n_inner, x_outer_stride, x_inner_stride)
-        m, d = _range_stats(x_row, x_col_stride, cols, lo, hi, scale, BLOCK_N, ACC_TY)
+        m, d = _range_stats(x_row, x_col_stride, cols, lo, hi, scale, BLOCK_N, ACC_TY, "")
         tl.store(part_ptr + item, m)
         tl.store(part_ptr + n_items + item, d)
 
@@ -260,12 +275,16 @@ def softmax_split_norm_kernel(
     x_outer_stride, x_inner_stride, x_col_stride,
     y_outer_stride, y_inner_stride, y_col_stride, split_cols, scale,
     N_SPLITS: tl.constexpr, BLOCK_N: tl.constexpr, INDEX_64: tl.constexpr, LOG: tl.constexpr,
+    PDL: tl.constexpr,
 ):
     """Pass 2 of a split row: combine the row's partial max/sum, normalise one column range.
 
     A program reads only the column range it writes (pass 1 has read the whole row before this
-    kernel starts), so ``y`` may be ``x`` (in place).
+    kernel starts), so ``y`` may be ``x`` (in place). With ``PDL`` this kernel is launched
+    while pass 1 runs, and waits here for pass 1 to finish and its writes to be visible.
     """
+    if PDL:
+        gdc_wait()
     OUT_TY: tl.constexpr = y_ptr.dtype.element_ty
     ACC_TY: tl.constexpr = part_ptr.dtype.element_ty
     cols = _widen(tl.arange(0, BLOCK_N), INDEX_64)
@@ -283,4 +302,4 @@ def softmax_split_norm_kernel(
         x_row = x_ptr + _row_start(row, n_inner, x_outer_stride, x_inner_stride)
         y_row = y_ptr + _row_start(row, n_inner, y_outer_stride, y_inner_stride)
         _range_normalize(x_row, y_row, x_col_stride, y_col_stride, cols, lo, hi,
-                         shift, d, scale, BLOCK_N, OUT_TY, ACC_TY, LOG)
+                         shift, d, scale, BLOCK_N, OUT_TY, ACC_TY, LOG, "")

@@ -17,6 +17,7 @@ own dtype (the forward input's).
 import triton
 import triton.language as tl
 
+from ._compat import gdc_launch_dependents, gdc_wait
 from .kernels import _row_start, _split_range, _widen
 
 
@@ -141,9 +142,12 @@ def softmax_bwd_split_dot_kernel(
     dy_outer_stride, dy_inner_stride, dy_col_stride,
     y_outer_stride, y_inner_stride, y_col_stride, split_cols,
     N_SPLITS: tl.constexpr, BLOCK_N: tl.constexpr, INDEX_64: tl.constexpr, LOG: tl.constexpr,
+    PDL: tl.constexpr,
 ):
     """Pass 1 of a split row: the reduction of each ``split_cols`` range into
-    ``[n_rows, N_SPLITS]``."""
+    ``[n_rows, N_SPLITS]``. With ``PDL``, pass 2 may be launched at once (as the forward's)."""
+    if PDL:
+        gdc_launch_dependents()
     ACC_TY: tl.constexpr = dot_ptr.dtype.element_ty
     cols = _widen(tl.arange(0, BLOCK_N), INDEX_64)
     for i in tl.range(tl.program_id(0), n_rows * N_SPLITS, tl.num_programs(0)):
@@ -162,8 +166,12 @@ def softmax_bwd_split_grad_kernel(
     dy_outer_stride, dy_inner_stride, dy_col_stride,
     y_outer_stride, y_inner_stride, y_col_stride, split_cols, scale,
     N_SPLITS: tl.constexpr, BLOCK_N: tl.constexpr, INDEX_64: tl.constexpr, LOG: tl.constexpr,
+    PDL: tl.constexpr,
 ):
-    """Pass 2 of a split row: add up the row's partial reductions, write one column range."""
+    """Pass 2 of a split row: add up the row's partial reductions, write one column range
+    (with ``PDL``, once pass 1 has finished)."""
+    if PDL:
+        gdc_wait()
     ACC_TY: tl.constexpr = dot_ptr.dtype.element_ty
     cols = _widen(tl.arange(0, BLOCK_N), INDEX_64)
     splits = tl.arange(0, N_SPLITS)

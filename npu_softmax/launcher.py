@@ -13,7 +13,6 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import functools
-import operator
 import threading
 from dataclasses import dataclass
 from typing import Any, Callable
@@ -127,7 +126,7 @@ def _plan(n_rows: int, n_cols: int, max_offset: int, itemsize: int, n_cores: int
     full_block = triton.next_power_of_2(n_cols)
     fits = full_block * streams <= be.tile_elems(itemsize)
     def chunk(kind: str) -> int:
-        return min(max(1, be.chunk_elems(itemsize, kind) // streams), full_block)
+        return min(max(1, be.chunk_elems(itemsize, kind, n_cols) // streams), full_block)
 
     most_splits = triton.cdiv(n_cols, chunk("split"))
     if variant is None:
@@ -157,15 +156,17 @@ _lock = threading.RLock()
 
 
 def _launch(key: tuple, kernel: Any, n_items: int, args: tuple, constexprs: dict[str, Any],
-            device_index: int, tile: tuple[Plan, int]) -> tuple[Any, int]:
-    """Launch ``kernel`` through Triton over ``n_items`` work items on a persistent grid; return
-    what the launch returned (the compiled kernel, on GPUs) and the grid size.
+            device_index: int, tile: tuple[Plan, int],
+            launch_options: dict[str, Any]) -> tuple[Any, int]:
+    """Launch ``kernel`` through Triton over ``n_items`` work items on a persistent grid, with
+    the target's compile options for ``tile`` and ``launch_options``; return what the launch
+    returned (the compiled kernel, on GPUs) and the grid size.
 
     The first call for a ``key`` sizes the grid (compiling on GPUs) and launches under a lock,
     so threads racing on a new key compile it once; later calls only read ``kernels``.
     """
     be = backend()
-    options = be.options(*tile)
+    options = {**be.options(*tile), **launch_options}
     max_programs = kernels.get(key)
     if max_programs is None or isinstance(be, InterpreterBackend):
         # The interpreter patches triton.language globally while it runs: one launch at a time.
@@ -186,37 +187,36 @@ class _Step:
     of the call's tensors it takes (``operands``, by index) and the scalars that follow them.
 
     On CUDA, once Triton has launched the step with every pointer 16-byte aligned, the step
-    keeps that binary and starts it directly on later aligned calls (``_compat.
-    direct_launcher``), skipping Triton's per-call binding and specialisation of the arguments,
-    which is most of a small call's host time. The scalars are fixed by the call's signature,
-    so the binary's integer specialisation holds; pointer alignment is checked per call.
+    keeps that binary and starts it directly on later aligned calls (``start``, from
+    ``_compat.direct_launcher``), skipping Triton's per-call binding and specialisation of the
+    arguments, which is most of a small call's host time. The scalars are fixed by the call's
+    signature, so the binary's integer specialisation holds; pointer alignment is checked per
+    call.
     """
 
     def __init__(self, kernel: Any, key: tuple, n_items: int, operands: tuple[int, ...],
-                 scalars: tuple, constexprs: dict[str, Any], tile: tuple[Plan, int]) -> None:
+                 scalars: tuple, constexprs: dict[str, Any], tile: tuple[Plan, int],
+                 dependent: bool = False) -> None:
         self.kernel, self.key, self.n_items = kernel, key, n_items
         self.operands, self.scalars, self.constexprs = operands, scalars, constexprs
         self.tile = tile  # (plan, itemsize), for the compile options
-        # The launcher takes every parameter in order, constexpr values included.
-        first_constexpr = len(operands) + len(scalars)
-        self.tail = scalars + tuple(constexprs[name]
-                                    for name in kernel.arg_names[first_constexpr:])
-        self.grid = 0
-        self.direct: Callable[[int, int, tuple], bool] | None = None
+        #: Launched as a programmatic dependent of the step before it (``dependent_launch``).
+        self.options = {"launch_pdl": True} if dependent else {}
+        self.start: Callable[[tuple], bool] | None = None
 
     def __call__(self, tensors: tuple[torch.Tensor, ...], device_index: int) -> None:
-        direct = self.direct
-        if direct is not None:
-            ptrs = [tensors[i].data_ptr() for i in self.operands]
-            if not functools.reduce(operator.or_, ptrs) & 15 and direct(
-                    self.grid, device_index, (*ptrs, *self.tail)):
-                return
+        if self.start is not None and self.start(tensors):
+            return
         args = [tensors[i] for i in self.operands]
         compiled, grid = _launch(self.key, self.kernel, self.n_items, (*args, *self.scalars),
-                                 self.constexprs, device_index, self.tile)
-        if backend().name == "cuda" and not any(t.data_ptr() & 15 for t in args):
-            self.grid = grid
-            self.direct = _compat.direct_launcher(compiled)
+                                 self.constexprs, device_index, self.tile, self.options)
+        if self.start is None and backend().name == "cuda" and not any(
+                t.data_ptr() & 15 for t in args):
+            # The direct launcher takes every parameter in order, constexpr values included.
+            names = self.kernel.arg_names[len(self.operands) + len(self.scalars):]
+            tail = (*self.scalars, *(self.constexprs[name] for name in names))
+            self.start = _compat.direct_launcher(compiled, grid, device_index, self.operands,
+                                                 tail)
 
 
 class Launch:
@@ -227,7 +227,7 @@ class Launch:
     eager call cache) keep it, so a repeat call does no planning at all.
     """
 
-    __slots__ = ("plan", "device", "steps", "scratch", "guarded")
+    __slots__ = ("plan", "device", "steps", "scratch", "guarded", "start")
 
     def __init__(self, plan: Plan, device: torch.device, steps: tuple[_Step, ...],
                  scratch: tuple[int, torch.dtype] | None = None) -> None:
@@ -235,13 +235,20 @@ class Launch:
         #: Elements and dtype of the split variant's scratch buffer (the last operand).
         self.scratch = scratch
         self.guarded = _needs_guard(device.type)
+        #: The one step's direct start, once it has one, when that is all a call needs (no
+        #: scratch, no device guard): then a call is this one Python call.
+        self.start: Callable[[tuple], bool] | None = None
 
     def __call__(self, *tensors: torch.Tensor) -> None:
+        if self.start is not None and self.start(tensors):
+            return
         if self.guarded:
             with _device_guard(self.device):
                 self._run(tensors)
         else:
             self._run(tensors)
+        if len(self.steps) == 1 and self.scratch is None and not self.guarded:
+            self.start = self.steps[0].start
 
     def _run(self, tensors: tuple[torch.Tensor, ...]) -> None:
         if self.scratch is not None:
@@ -294,20 +301,22 @@ def prepare_softmax(x_dtype: torch.dtype, y_dtype: torch.dtype, device: torch.de
                        (1, 0), every_row, {**flags, "BLOCK_M": p.block_m, "TAIL_N": p.tail_n},
                        tile),)
     elif p.variant == "online":
-        steps = (_Step(K.softmax_online_kernel, key, layout.n_rows, (1, 0), every_row, flags,
-                       tile),)
+        first, second = be.reread_eviction
+        steps = (_Step(K.softmax_online_kernel, key, layout.n_rows, (1, 0), every_row,
+                       {**flags, "FIRST_EVICT": first, "SECOND_EVICT": second}, tile),)
     else:
         # Pass 1 writes each (row, split)'s max and sum into the scratch operand (index 2),
         # pass 2 combines them and normalises.
         n_items = layout.n_rows * p.n_splits
         cols = p.split_cols(layout.n_cols)
-        stats_flags = {"N_SPLITS": p.n_splits, "BLOCK_N": p.block_n, "INDEX_64": p.index_64}
+        stats_flags = {"N_SPLITS": p.n_splits, "BLOCK_N": p.block_n, "INDEX_64": p.index_64,
+                       "PDL": be.dependent_launch}
         steps = (
             _Step(K.softmax_split_stats_kernel, key + ("stats",), n_items, (2, 0),
                   (*rows, *layout.x_strides, cols, scale), stats_flags, tile),
             _Step(K.softmax_split_norm_kernel, key + ("norm",), n_items, (1, 2, 0),
                   (*rows, *layout.x_strides, *layout.y_strides, cols, scale),
-                  {**stats_flags, "LOG": log}, tile),
+                  {**stats_flags, "LOG": log}, tile, be.dependent_launch),
         )
         return Launch(p, device, steps, (2 * n_items, _acc_dtype(y_dtype)))
     return Launch(p, device, steps)
@@ -346,12 +355,12 @@ def launch_softmax_backward(dy: torch.Tensor, y: torch.Tensor, dx: torch.Tensor,
     else:
         n_items = layout.n_rows * p.n_splits
         cols = p.split_cols(layout.n_cols)
-        flags["N_SPLITS"] = p.n_splits
+        flags.update(N_SPLITS=p.n_splits, PDL=be.dependent_launch)
         steps = (
             _Step(KB.softmax_bwd_split_dot_kernel, key + ("dot",), n_items, (3, 1, 0),
                   (*rows, cols), flags, tile),
             _Step(KB.softmax_bwd_split_grad_kernel, key + ("grad",), n_items, (2, 3, 1, 0),
-                  (*rows, cols, scale), flags, tile),
+                  (*rows, cols, scale), flags, tile, be.dependent_launch),
         )
         scratch = (n_items, _acc_dtype(y.dtype))
     launch = Launch(p, dy.device, steps, scratch)
@@ -389,8 +398,8 @@ def reachable_plans(be: Backend, itemsize: int, n_cores: int, col_stride: int = 
     returned with both index widths.
     """
     # Long enough that a single row is split as many ways as plan() ever splits one.
-    longest_chunk = max(be.tile_elems(itemsize), be.chunk_elems(itemsize, "online"),
-                        be.chunk_elems(itemsize, "split"))
+    longest_chunk = max(be.tile_elems(itemsize),
+                        *(be.chunk_elems(itemsize, kind, 2**40) for kind in ("online", "split")))
     max_cols = be.split_items_per_core * n_cores * longest_chunk
     # Past a power of two by one, and, where the target takes tail blocks, by every smaller
     # power of two (each tail size).

@@ -28,7 +28,8 @@ from npu_softmax.timing import gbps, time_ms
 TILE_SHAPES = [(32768, 128), (65536, 64), (16384, 512), (1823, 781), (4096, 1024),
                (4096, 4096), (4096, 4352), (4096, 8192), (4096, 8448), (4096, 10240),
                (1024, 16384), (4096, 20480), (4096, 32768), (64, 65536)]
-ONLINE_SHAPES = [(4096, 32768), (64, 65536), (1024, 131072), (256, 151936)]
+ONLINE_SHAPES = [(4096, 40000), (4096, 65536), (1024, 65536), (1024, 131072), (256, 151936),
+                 (512, 262144)]
 SPLIT_SHAPES = [(1, 151936), (8, 151936), (32, 151936), (16, 262144), (4, 1048576)]
 
 #: A configuration sweep: for one input and output, (label, launch) pairs.
@@ -68,16 +69,23 @@ def tile_configs(x: torch.Tensor, y: torch.Tensor, lay: RowLayout,
 
 def online_configs(x: torch.Tensor, y: torch.Tensor, lay: RowLayout,
                    sms: int) -> Iterator[tuple[str, Callable]]:
-    """The looped kernel: chunk length, warps, stages, programs per SM."""
-    for block_n, warps, stages, per_sm in itertools.product(
-            (2048, 4096, 8192), (4, 8, 16), (1, 2, 3), (1, 2, 4)):
+    """The looped kernel: chunk length, warps, stages, programs per SM (16: the launcher's
+    waves for wide programs), L2 eviction policies of its two reads."""
+    for block_n, warps, stages, per_sm, evict in itertools.product(
+            (8192, 16384, 32768), (8, 16, 32), (1, 2), (1, 2, 16), (False, True)):
+        if block_n // (warps * 32) > 64:  # more elements a thread than registers hold
+            continue
         grid = (min(sms * per_sm, x.shape[0]),)
+        first, second = ("evict_last", "evict_first") if evict else ("", "")
 
-        def run(block_n=block_n, grid=grid, warps=warps, stages=stages) -> None:
+        def run(block_n=block_n, grid=grid, warps=warps, stages=stages, first=first,
+                second=second) -> None:
             K.softmax_online_kernel[grid](y, x, *_rows(lay), *lay.y_strides, 1.0,
                                           BLOCK_N=block_n, INDEX_64=False, LOG=False,
+                                          FIRST_EVICT=first, SECOND_EVICT=second,
                                           num_warps=warps, num_stages=stages)
-        yield f"BLOCK_N={block_n} warps={warps} stages={stages} programs/SM={per_sm}", run
+        yield (f"BLOCK_N={block_n} warps={warps} stages={stages} programs/SM={per_sm} "
+               f"evict={first or 'default'}/{second or 'default'}", run)
 
 
 def split_configs(x: torch.Tensor, y: torch.Tensor, lay: RowLayout,
@@ -91,7 +99,7 @@ def split_configs(x: torch.Tensor, y: torch.Tensor, lay: RowLayout,
         cols = triton.cdiv(triton.cdiv(n, splits), block_n) * block_n
         parts = torch.empty(2 * m * splits, device=x.device)
         grid = (min(m * splits, sms * 8),)
-        opts = {"BLOCK_N": block_n, "INDEX_64": False, "N_SPLITS": splits,
+        opts = {"BLOCK_N": block_n, "INDEX_64": False, "N_SPLITS": splits, "PDL": False,
                 "num_warps": warps, "num_stages": stages}
 
         def run(parts=parts, grid=grid, cols=cols, opts=opts) -> None:
@@ -129,7 +137,7 @@ def host_costs() -> None:
     y = torch.empty_like(x)
     lay = row_layout(x.shape, 1, x.stride(), y.stride())
     npu_softmax.softmax(x, -1)
-    kept = eager._calls[eager.signature(x, -1, None, None, None, False)].launch
+    kept = eager._calls[eager.forward_signature(x, -1, None, None, None, False)].launch
 
     def per_call(fn: Callable[[], object], calls: int = 3000) -> float:
         for _ in range(100):
@@ -153,7 +161,8 @@ def host_costs() -> None:
         "Triton kernel[grid](...)": lambda: K.softmax_row_kernel[(4,)](
             y, x, *_rows(lay), *lay.y_strides, 1.0, BLOCK_N=128, TAIL_N=0, INDEX_64=False,
             LOG=False, num_warps=4, num_stages=1),
-        "eager.signature": lambda: eager.signature(x, -1, None, None, None, False),
+        "eager.forward_signature": lambda: eager.forward_signature(x, -1, None, None, None,
+                                                                  False),
         "torch.empty": lambda: torch.empty((4, 128), dtype=torch.float32, device=x.device),
     }
     for name, fn in layers.items():

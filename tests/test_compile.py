@@ -85,12 +85,15 @@ def test_cuda_graph_capture_and_replay(kernel_device: str) -> None:
     for _ in range(2):  # compile and size the grids outside the capture
         ns.softmax(x, out=out, temperature=0.9)
         ns.log_softmax(x)
+        ns.softmax(x, variant="split")  # two launches, the second a dependent one on Hopper
     graph = torch.cuda.CUDAGraph()
     with torch.cuda.graph(graph):
         ns.softmax(x, out=out, temperature=0.9)
         logp = ns.log_softmax(x)
+        split = ns.softmax(x, variant="split")
     x.copy_(torch.randn_like(x))
     graph.replay()
     torch.cuda.synchronize()
     assert_close(out, torch.softmax(x.double() / 0.9, -1), torch.float32)
     assert_close(logp, torch.log_softmax(x.double(), -1), torch.float32)
+    assert_close(split, torch.softmax(x.double(), -1), torch.float32)

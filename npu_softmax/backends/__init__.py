@@ -19,5 +19,5 @@ def for_target(backend: str, arch: str | int) -> Backend:
     if backend == "npu":
         return AscendBackend(str(arch))
     if backend in ("cuda", "hip"):
-        return CudaBackend(backend)
+        return CudaBackend(backend, arch)
     return InterpreterBackend()

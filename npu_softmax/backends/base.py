@@ -35,6 +35,13 @@ class Backend:
     row_blocks_per_core = 1
     #: Shortest row given a tail block (``tail_block``); None: never.
     tail_from: int | None = None
+    #: Whether the split variant's second kernel may be launched while the first still runs,
+    #: waiting for it inside the kernel (CUDA's programmatic dependent launch), so the gap
+    #: between the two launches overlaps the first one's last work.
+    dependent_launch = False
+    #: L2 eviction policies of the online kernel's first and second read of a row (``""``:
+    #: the target's default).
+    reread_eviction = ("", "")
 
     def for_layout(self, layout: RowLayout) -> Backend:
         """The sizing rules for rows laid out as ``layout`` (the same for every layout here)."""
@@ -44,9 +51,9 @@ class Backend:
         """Most elements one program may hold on chip in one iteration (a power of two)."""
         raise NotImplementedError
 
-    def chunk_elems(self, itemsize: int, variant: str) -> int:
-        """Chunk length of the looped kernels (``variant``: ``"online"`` or ``"split"``), a
-        power of two."""
+    def chunk_elems(self, itemsize: int, variant: str, n_cols: int) -> int:
+        """Chunk length of the looped kernels (``variant``: ``"online"`` or ``"split"``) for rows
+        of ``n_cols`` elements, a power of two; never shorter for a longer row."""
         return self.tile_elems(itemsize)
 
     def rows_tile_elems(self, itemsize: int) -> int:

@@ -20,6 +20,8 @@ MAX_THREADS_PER_SM = 2048
 #: (2026-11-22, docs/tuning.md): 4096x8192 fp32 2738 -> 2825 GB/s, bf16 2573 -> 2701, 4096x32768
 #: fp32 2817 -> 2926; tiles of short rows gain nothing or lose, so they keep one wave.
 WIDE_PROGRAM_WAVES = 16
+#: Longest 2-byte row the online kernel reads in chunks of 16384 rather than 32768 elements.
+MAX_HALF_CHUNK_COLS = 5 * 16384
 
 
 class CudaBackend(Backend):
@@ -31,23 +33,37 @@ class CudaBackend(Backend):
     row_blocks_per_core = 4
     #: Tail blocks for 2-byte rows of more than 4096 elements (``tail_block``).
     tail_from = 4097
+    #: The online kernel's first read keeps its lines in L2, the second lets them go: measured
+    #: in one process on the H100 (2026-11-23, docs/tuning.md), 4096x65536 fp32 2054 -> 2183
+    #: GB/s, bf16 2149 -> 2380; 1024x65536 fp32 2018 -> 2120, bf16 2009 -> 2174. The split
+    #: variant gained nothing from it, so it keeps the default.
+    reread_eviction = ("evict_last", "evict_first")
 
-    def __init__(self, name: str = "cuda") -> None:
+    def __init__(self, name: str = "cuda", arch: str | int = 0) -> None:
         self.name = name
+        # Hopper (sm_90) and later, through upstream Triton's launch_pdl option.
+        self.dependent_launch = (name == "cuda" and _compat.HAS_DEPENDENT_LAUNCH
+                                 and str(arch).isdigit() and int(arch) >= 90)
 
     # Sizes below come from scripts/tune.py on an H100 (2026-11-22): a row of up to 32768
     # elements held in registers by one program (32 warps from 32768) runs at 95-99% of the
     # copy roof (65536 falls to 66%: longer rows loop); short rows do
-    # best in tiles of about 4096 elements; the online kernel in chunks of 8192 (16 warps), the
-    # split kernels in chunks of 4096 (8 warps).
+    # best in tiles of about 4096 elements; the split kernels in chunks of 4096 (8 warps).
     def tile_elems(self, itemsize: int) -> int:
         return 32768
 
     def rows_tile_elems(self, itemsize: int) -> int:
         return 4096
 
-    def chunk_elems(self, itemsize: int, variant: str) -> int:
-        return 8192 if variant == "online" else 4096
+    def chunk_elems(self, itemsize: int, variant: str, n_cols: int) -> int:
+        if variant != "online":
+            return 4096
+        # The online kernel moves a chunk per load, and its second read of a row should hit L2:
+        # big chunks, one row per SM in flight. A sweep of 8192-32768 elements with 16/32 warps
+        # over rows of 36000-262144 (H100, 2026-11-23, docs/tuning.md): float32 at 32768, 90-96%
+        # of the copy roof for rows of 40000-65536 (72-77% with 8192); 2-byte rows at 16384 up
+        # to 81920 elements (86% at 65536, 82-84% with 32768) and at 32768 above.
+        return 32768 if itemsize >= 4 or n_cols > MAX_HALF_CHUNK_COLS else 16384
 
     def core_count(self, device_index: int) -> int:
         return _compat.device_properties(device_index)["multiprocessor_count"]

@@ -19,7 +19,7 @@ class InterpreterBackend(Backend):
     def tile_elems(self, itemsize: int) -> int:
         return 1 << 15
 
-    def chunk_elems(self, itemsize: int, variant: str) -> int:
+    def chunk_elems(self, itemsize: int, variant: str, n_cols: int) -> int:
         # Small enough that the looped kernels run several chunks on test-sized rows.
         return 1 << 11
 
