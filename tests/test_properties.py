@@ -15,7 +15,7 @@ import os
 
 import pytest
 import torch
-from _ref import assert_softmax_close, reference
+from _ref import TOLERANCES, assert_softmax_close, reference
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -33,7 +33,7 @@ OTHER_SIZES = [1, 2, 3, 4, 5, 7, 8, 9, 13, 16, 17, 31, 32, 33]
 COLS = OTHER_SIZES + [63, 64, 65, 127, 128, 129, 257, 509, 1023, 1024, 1025, 2047, 2049, 4099]
 LONG_COLS = [32767, 32769, 65537]
 #: Rows of several chunks for the forced looped variants (interpreter chunk: 2048 elements; GPU
-#: and NPU chunks are 4-16K), so a running max that rises in a later chunk is common.
+#: chunks are 4-32K, NPU chunks up to 8K), so a running max that rises in a later chunk is common.
 LOOPED_COLS = [2049, 4095, 4097, 6143, 8193, 10007] + ([] if INTERPRETED else LONG_COLS)
 
 #: Per-example element budget, and rows for the looped variants (one row at a time: slow when
@@ -167,11 +167,15 @@ def test_matches_float64_reference(device: str, data: st.DataObject) -> None:
     described = (f"shape={tuple(x.shape)} stride={x.stride()} dim={dim} x={x.dtype} "
                  f"dtype={dtype} variant={variant} layout={case['layout']} "
                  f"values={case['kind']}")
-    # Next to a GPU/NPU, CPU tensors run torch's own CPU softmax, whose float32 sums are
-    # sequential per vector lane: its error grows with the row length, unlike the kernels' trees.
+    # Next to a GPU/NPU, CPU tensors run torch's own CPU softmax, whose sums are sequential per
+    # vector lane: on top of the output's rounding, its relative error can reach n_cols units
+    # of the accumulator (float32; float64 for float64 output), unlike the kernels' trees (seen
+    # on the H100 host, 2026-11-23: 1.12e-5 on a row of 4099, float32 out).
     n_cols = x.shape[dim] if x.dim() else 1
-    fallback = not launcher.serves(x.device)
-    scale = max(1.0, n_cols / 4096) if fallback else 1.0
+    scale = 1.0
+    if not launcher.serves(x.device):
+        unit = 2.0**-53 if out_dtype == torch.float64 else 2.0**-24
+        scale += n_cols * unit / TOLERANCES[out_dtype][0]
     assert_softmax_close(y, reference(x, dim, dtype=dtype), described, scale)
 
 
