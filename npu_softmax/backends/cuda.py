@@ -33,10 +33,10 @@ class CudaBackend(Backend):
     row_blocks_per_core = 4
     #: Tail blocks for 2-byte rows of more than 4096 elements (``tail_block``).
     tail_from = 4097
-    #: The online kernel's first read keeps its lines in L2, the second lets them go: measured
-    #: in one process on the H100 (2026-11-23, docs/tuning.md), 4096x65536 fp32 2054 -> 2183
-    #: GB/s, bf16 2149 -> 2380; 1024x65536 fp32 2018 -> 2120, bf16 2009 -> 2174. The split
-    #: variant gained nothing from it, so it keeps the default.
+    #: The online kernel's first read keeps its lines in L2, the second lets them go. Through
+    #: the API on the H100 (2026-11-23, docs/tuning.md, chunks of 8192 then): 4096x65536 fp32
+    #: 2049 -> 2186 GB/s, bf16 2149 -> 2380; 1024x65536 fp32 2010 -> 2116. The split kernels
+    #: keep the default: their rows are few, and fit L2 between the two passes.
     reread_eviction = ("evict_last", "evict_first")
 
     def __init__(self, name: str = "cuda", arch: str | int = 0) -> None:
