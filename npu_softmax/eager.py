@@ -85,7 +85,8 @@ def forward_signature(x: torch.Tensor, dim: object, dtype: object, temperature: 
 def repeat_forward(x: object, dim: object, dtype: object, temperature: object, variant: object,
                    log: bool) -> torch.Tensor | None:
     """The output of a public forward call when its ``forward_signature`` is kept and the call
-    may skip the checks: ``x`` is a plain tensor that autograd does not record. None otherwise;
+    may skip the checks: ``x`` is a plain tensor that autograd does not record (``plain`` and
+    ``records_grad`` spelt out inline, as this runs before every repeat call). None otherwise;
     the caller then takes the full path."""
     if (type(x) is not torch.Tensor or (x.requires_grad and torch.is_grad_enabled())
             or torch.compiler.is_compiling()):
