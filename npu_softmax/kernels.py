@@ -15,7 +15,10 @@ never narrower than the output (the API casts a wider input first, as ``torch.so
 
 Every kernel multiplies its input by a runtime ``scale`` as it loads it (``1 / temperature``, so
 a sampling temperature costs no extra pass over memory) and, with ``LOG`` set, writes
-``log_softmax`` instead of ``softmax``. The backward kernels are in ``kernels_backward``.
+``log_softmax`` instead of ``softmax``. Outputs are stored with the target's cache modifier
+``STORE_CACHE`` (CUDA: streaming, so they do not push out of L2 the input that a second read
+still needs), and the looped kernels read a row's two passes with its L2 eviction policies
+(``launcher`` takes both from the backend). The backward kernels are in ``kernels_backward``.
 
 Variants (the launcher picks one, see ``launcher.plan``):
 
@@ -121,9 +124,10 @@ def _range_stats(x_row, col_stride, cols, lo, hi, scale, BLOCK_N: tl.constexpr,
 @triton.jit
 def _range_normalize(x_row, y_row, x_col_stride, y_col_stride, cols, lo, hi, shift, d, scale,
                      BLOCK_N: tl.constexpr, OUT_TY: tl.constexpr, ACC_TY: tl.constexpr,
-                     LOG: tl.constexpr, EVICT: tl.constexpr):
+                     LOG: tl.constexpr, EVICT: tl.constexpr, STORE_CACHE: tl.constexpr):
     """``y_row[lo:hi]`` from the row's ``shift`` (safe max) and ``d = sum(exp(x - shift))``,
-    reading with the L2 eviction policy ``EVICT``.
+    reading with the L2 eviction policy ``EVICT`` and storing with the cache modifier
+    ``STORE_CACHE``.
 
     Each chunk is read before it is written, by this program only, so ``y`` may be ``x``.
     """
@@ -135,7 +139,8 @@ def _range_normalize(x_row, y_row, x_col_stride, y_col_stride, cols, lo, hi, shi
         c = lo + (n_chunks - 1 - k) * BLOCK_N + cols
         mask = c < hi
         x = _load(x_row + c * x_col_stride, mask, scale, ACC_TY, EVICT)
-        tl.store(y_row + c * y_col_stride, _finish(x, shift, norm, LOG).to(OUT_TY), mask=mask)
+        tl.store(y_row + c * y_col_stride, _finish(x, shift, norm, LOG).to(OUT_TY), mask=mask,
+                 cache_modifier=STORE_CACHE)
 
 
 @triton.jit(do_not_specialize=["n_rows"])
@@ -144,6 +149,7 @@ def softmax_row_kernel(
     x_outer_stride, x_inner_stride, x_col_stride,
     y_outer_stride, y_inner_stride, y_col_stride, scale,
     BLOCK_N: tl.constexpr, TAIL_N: tl.constexpr, INDEX_64: tl.constexpr, LOG: tl.constexpr,
+    STORE_CACHE: tl.constexpr,
 ):
     """A row that fits on chip: one row per iteration as a 1-D block (a 2-D tile of one row
     would spread warps over its size-1 axis and load every element several times), and with
@@ -169,10 +175,11 @@ def softmax_row_kernel(
         # The output address only now: fewer registers held across the loads and reductions.
         y_start = _row_start(row, n_inner, y_outer_stride, y_inner_stride)
         tl.store(y_ptr + y_start + cols * y_col_stride, _finish(x, shift, norm, LOG).to(OUT_TY),
-                 mask=mask)
+                 mask=mask, cache_modifier=STORE_CACHE)
         if TAIL_N > 0:
             tl.store(y_ptr + y_start + t_cols * y_col_stride,
-                     _finish(xt, shift, norm, LOG).to(OUT_TY), mask=t_mask)
+                     _finish(xt, shift, norm, LOG).to(OUT_TY), mask=t_mask,
+                     cache_modifier=STORE_CACHE)
 
 
 @triton.jit(do_not_specialize=["n_rows"])
@@ -181,7 +188,7 @@ def softmax_tile_kernel(
     x_outer_stride, x_inner_stride, x_col_stride,
     y_outer_stride, y_inner_stride, y_col_stride, scale,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, TAIL_N: tl.constexpr, INDEX_64: tl.constexpr,
-    LOG: tl.constexpr,
+    LOG: tl.constexpr, STORE_CACHE: tl.constexpr,
 ):
     """Rows that fit on chip: a ``BLOCK_M x BLOCK_N`` tile of whole rows per iteration (and a
     ``BLOCK_M x TAIL_N`` one for columns ``BLOCK_N`` on, as in the row kernel).
@@ -212,10 +219,11 @@ def softmax_tile_kernel(
         norm = _norm(d, LOG)[:, None]
         y_start = _row_start(rows, n_inner, y_outer_stride, y_inner_stride)[:, None]
         tl.store(y_ptr + y_start + cols[None, :] * y_col_stride,
-                 _finish(x, shift, norm, LOG).to(OUT_TY), mask=mask)
+                 _finish(x, shift, norm, LOG).to(OUT_TY), mask=mask, cache_modifier=STORE_CACHE)
         if TAIL_N > 0:
             tl.store(y_ptr + y_start + t_cols[None, :] * y_col_stride,
-                     _finish(xt, shift, norm, LOG).to(OUT_TY), mask=t_mask)
+                     _finish(xt, shift, norm, LOG).to(OUT_TY), mask=t_mask,
+                     cache_modifier=STORE_CACHE)
 
 
 @triton.jit(do_not_specialize=["n_rows"])
@@ -224,7 +232,7 @@ def softmax_online_kernel(
     x_outer_stride, x_inner_stride, x_col_stride,
     y_outer_stride, y_inner_stride, y_col_stride, scale,
     BLOCK_N: tl.constexpr, INDEX_64: tl.constexpr, LOG: tl.constexpr,
-    FIRST_EVICT: tl.constexpr, SECOND_EVICT: tl.constexpr,
+    FIRST_EVICT: tl.constexpr, SECOND_EVICT: tl.constexpr, STORE_CACHE: tl.constexpr,
 ):
     """Rows longer than a block: one row per iteration, two passes over ``BLOCK_N`` chunks.
 
@@ -241,7 +249,8 @@ def softmax_online_kernel(
         m, d = _range_stats(x_row, x_col_stride, cols, 0, n_cols, scale, BLOCK_N, ACC_TY,
                             FIRST_EVICT)
         _range_normalize(x_row, y_row, x_col_stride, y_col_stride, cols, 0, n_cols,
-                         _safe_shift(m), d, scale, BLOCK_N, OUT_TY, ACC_TY, LOG, SECOND_EVICT)
+                         _safe_shift(m), d, scale, BLOCK_N, OUT_TY, ACC_TY, LOG, SECOND_EVICT,
+                         STORE_CACHE)
 
 
 @triton.jit(do_not_specialize=["n_rows"])
@@ -249,9 +258,11 @@ def softmax_split_stats_kernel(
     part_ptr, x_ptr, n_rows, n_cols, n_inner,
     x_outer_stride, x_inner_stride, x_col_stride, split_cols, scale,
     N_SPLITS: tl.constexpr, BLOCK_N: tl.constexpr, INDEX_64: tl.constexpr, PDL: tl.constexpr,
+    EVICT: tl.constexpr,
 ):
     """Pass 1 of a split row: max and sum of each ``split_cols`` range into ``part_ptr``, a
-    ``[2, n_rows, N_SPLITS]`` buffer (maxima, then sums; one buffer, one allocation).
+    ``[2, n_rows, N_SPLITS]`` buffer (maxima, then sums; one buffer, one allocation), reading
+    with the L2 eviction policy ``EVICT`` (pass 2 reads the same ranges again).
 
     With ``PDL`` (CUDA) pass 2 may be launched at once; it waits for this kernel inside.
     """
@@ -264,7 +275,7 @@ def softmax_split_stats_kernel(
         item = _widen(i, INDEX_64)
         row, lo, hi = _split_range(item, split_cols, n_cols, N_SPLITS)
         x_row = x_ptr + _row_start(row, n_inner, x_outer_stride, x_inner_stride)
-        m, d = _range_stats(x_row, x_col_stride, cols, lo, hi, scale, BLOCK_N, ACC_TY, "")
+        m, d = _range_stats(x_row, x_col_stride, cols, lo, hi, scale, BLOCK_N, ACC_TY, EVICT)
         tl.store(part_ptr + item, m)
         tl.store(part_ptr + n_items + item, d)
 
@@ -275,9 +286,10 @@ def softmax_split_norm_kernel(
     x_outer_stride, x_inner_stride, x_col_stride,
     y_outer_stride, y_inner_stride, y_col_stride, split_cols, scale,
     N_SPLITS: tl.constexpr, BLOCK_N: tl.constexpr, INDEX_64: tl.constexpr, LOG: tl.constexpr,
-    PDL: tl.constexpr,
+    PDL: tl.constexpr, EVICT: tl.constexpr, STORE_CACHE: tl.constexpr,
 ):
-    """Pass 2 of a split row: combine the row's partial max/sum, normalise one column range.
+    """Pass 2 of a split row: combine the row's partial max/sum, normalise one column range
+    (reading with the L2 eviction policy ``EVICT``).
 
     A program reads only the column range it writes (pass 1 has read the whole row before this
     kernel starts), so ``y`` may be ``x`` (in place). With ``PDL`` this kernel is launched
@@ -302,4 +314,4 @@ def softmax_split_norm_kernel(
         x_row = x_ptr + _row_start(row, n_inner, x_outer_stride, x_inner_stride)
         y_row = y_ptr + _row_start(row, n_inner, y_outer_stride, y_inner_stride)
         _range_normalize(x_row, y_row, x_col_stride, y_col_stride, cols, lo, hi,
-                         shift, d, scale, BLOCK_N, OUT_TY, ACC_TY, LOG, "")
+                         shift, d, scale, BLOCK_N, OUT_TY, ACC_TY, LOG, EVICT, STORE_CACHE)

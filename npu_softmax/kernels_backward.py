@@ -42,29 +42,40 @@ def _grad(dy, y, dot, scale, LOG: tl.constexpr):
 
 @triton.jit
 def _range_dot(y_row, dy_row, y_col_stride, dy_col_stride, cols, lo, hi,
-               BLOCK_N: tl.constexpr, ACC_TY: tl.constexpr, LOG: tl.constexpr):
-    """``sum(dy * y)`` (``sum(dy)`` for log-softmax) over ``[lo, hi)`` of one row."""
+               BLOCK_N: tl.constexpr, ACC_TY: tl.constexpr, LOG: tl.constexpr,
+               EVICT: tl.constexpr):
+    """``sum(dy * y)`` (``sum(dy)`` for log-softmax) over ``[lo, hi)`` of one row, reading
+    with the L2 eviction policy ``EVICT``."""
     acc = tl.zeros([BLOCK_N], ACC_TY)
     for start in tl.range(lo, hi, BLOCK_N):
         c = start + cols
         mask = c < hi
-        y = tl.load(y_row + c * y_col_stride, mask=mask, other=0.0).to(ACC_TY)
-        dy = tl.load(dy_row + c * dy_col_stride, mask=mask, other=0.0).to(ACC_TY)
+        y = tl.load(y_row + c * y_col_stride, mask=mask, other=0.0,
+                    eviction_policy=EVICT).to(ACC_TY)
+        dy = tl.load(dy_row + c * dy_col_stride, mask=mask, other=0.0,
+                     eviction_policy=EVICT).to(ACC_TY)
         acc += _term(dy, y, LOG)
     return tl.sum(acc, axis=0)
 
 
 @triton.jit
 def _range_grad(dx_row, y_row, dy_row, y_col_stride, dy_col_stride, cols, lo, hi, dot, scale,
-                BLOCK_N: tl.constexpr, ACC_TY: tl.constexpr, LOG: tl.constexpr):
-    """``dx_row[lo:hi]`` from the row's reduction ``dot``."""
-    for start in tl.range(lo, hi, BLOCK_N):
-        c = start + cols
+                BLOCK_N: tl.constexpr, ACC_TY: tl.constexpr, LOG: tl.constexpr,
+                EVICT: tl.constexpr, STORE_CACHE: tl.constexpr):
+    """``dx_row[lo:hi]`` from the row's reduction ``dot``, reading with the L2 eviction policy
+    ``EVICT`` and storing with the cache modifier ``STORE_CACHE``. Last chunk first, as the
+    forward's ``_range_normalize``: those are the likeliest to be still in cache."""
+    n_chunks = tl.cdiv(hi - lo, BLOCK_N)
+    for k in tl.range(0, n_chunks):
+        c = lo + (n_chunks - 1 - k) * BLOCK_N + cols
         mask = c < hi
-        y = tl.load(y_row + c * y_col_stride, mask=mask, other=0.0).to(ACC_TY)
-        dy = tl.load(dy_row + c * dy_col_stride, mask=mask, other=0.0).to(ACC_TY)
+        y = tl.load(y_row + c * y_col_stride, mask=mask, other=0.0,
+                    eviction_policy=EVICT).to(ACC_TY)
+        dy = tl.load(dy_row + c * dy_col_stride, mask=mask, other=0.0,
+                     eviction_policy=EVICT).to(ACC_TY)
         dx = _grad(dy, y, dot, scale, LOG)
-        tl.store(dx_row + c * y_col_stride, dx.to(dx_row.dtype.element_ty), mask=mask)
+        tl.store(dx_row + c * y_col_stride, dx.to(dx_row.dtype.element_ty), mask=mask,
+                 cache_modifier=STORE_CACHE)
 
 
 @triton.jit(do_not_specialize=["n_rows"])
@@ -72,7 +83,7 @@ def softmax_bwd_row_kernel(
     dx_ptr, y_ptr, dy_ptr, n_rows, n_cols, n_inner,
     dy_outer_stride, dy_inner_stride, dy_col_stride,
     y_outer_stride, y_inner_stride, y_col_stride, scale,
-    BLOCK_N: tl.constexpr, INDEX_64: tl.constexpr, LOG: tl.constexpr,
+    BLOCK_N: tl.constexpr, INDEX_64: tl.constexpr, LOG: tl.constexpr, STORE_CACHE: tl.constexpr,
 ):
     """A row that fits one block: one row per iteration as a 1-D block (as the forward's row
     kernel, so no warp idles on a size-1 row axis)."""
@@ -88,7 +99,8 @@ def softmax_bwd_row_kernel(
         dy = tl.load(dy_ptr + dy_offs, mask=mask, other=0.0).to(ACC_TY)
         dot = tl.sum(_term(dy, y, LOG), axis=0)
         dx = _grad(dy, y, dot, scale, LOG)
-        tl.store(dx_ptr + y_offs, dx.to(dx_ptr.dtype.element_ty), mask=mask)
+        tl.store(dx_ptr + y_offs, dx.to(dx_ptr.dtype.element_ty), mask=mask,
+                 cache_modifier=STORE_CACHE)
 
 
 @triton.jit(do_not_specialize=["n_rows"])
@@ -97,6 +109,7 @@ def softmax_bwd_tile_kernel(
     dy_outer_stride, dy_inner_stride, dy_col_stride,
     y_outer_stride, y_inner_stride, y_col_stride, scale,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, INDEX_64: tl.constexpr, LOG: tl.constexpr,
+    STORE_CACHE: tl.constexpr,
 ):
     """Rows that fit one block: a ``BLOCK_M x BLOCK_N`` tile of whole rows per iteration."""
     ACC_TY: tl.constexpr = tl.float64 if y_ptr.dtype.element_ty == tl.float64 else tl.float32
@@ -113,7 +126,8 @@ def softmax_bwd_tile_kernel(
         dy = tl.load(dy_ptr + dy_offs, mask=mask, other=0.0).to(ACC_TY)
         dot = tl.sum(_term(dy, y, LOG), axis=1)[:, None]
         dx = _grad(dy, y, dot, scale, LOG)
-        tl.store(dx_ptr + y_offs, dx.to(dx_ptr.dtype.element_ty), mask=mask)
+        tl.store(dx_ptr + y_offs, dx.to(dx_ptr.dtype.element_ty), mask=mask,
+                 cache_modifier=STORE_CACHE)
 
 
 @triton.jit(do_not_specialize=["n_rows"])
@@ -122,8 +136,11 @@ def softmax_bwd_online_kernel(
     dy_outer_stride, dy_inner_stride, dy_col_stride,
     y_outer_stride, y_inner_stride, y_col_stride, scale,
     BLOCK_N: tl.constexpr, INDEX_64: tl.constexpr, LOG: tl.constexpr,
+    FIRST_EVICT: tl.constexpr, SECOND_EVICT: tl.constexpr, STORE_CACHE: tl.constexpr,
 ):
-    """Rows longer than a block: one row per iteration, a reduction pass then a gradient pass."""
+    """Rows longer than a block: one row per iteration, a reduction pass then a gradient pass,
+    reading with the L2 eviction policies ``FIRST_EVICT`` and ``SECOND_EVICT`` (as the
+    forward's ``softmax_online_kernel``)."""
     ACC_TY: tl.constexpr = tl.float64 if y_ptr.dtype.element_ty == tl.float64 else tl.float32
     cols = _widen(tl.arange(0, BLOCK_N), INDEX_64)
     for r in tl.range(tl.program_id(0), n_rows, tl.num_programs(0)):
@@ -131,9 +148,9 @@ def softmax_bwd_online_kernel(
         y_start = _row_start(row, n_inner, y_outer_stride, y_inner_stride)
         dy_row = dy_ptr + _row_start(row, n_inner, dy_outer_stride, dy_inner_stride)
         dot = _range_dot(y_ptr + y_start, dy_row, y_col_stride, dy_col_stride, cols, 0, n_cols,
-                         BLOCK_N, ACC_TY, LOG)
+                         BLOCK_N, ACC_TY, LOG, FIRST_EVICT)
         _range_grad(dx_ptr + y_start, y_ptr + y_start, dy_row, y_col_stride, dy_col_stride, cols,
-                    0, n_cols, dot, scale, BLOCK_N, ACC_TY, LOG)
+                    0, n_cols, dot, scale, BLOCK_N, ACC_TY, LOG, SECOND_EVICT, STORE_CACHE)
 
 
 @triton.jit(do_not_specialize=["n_rows"])
@@ -142,10 +159,11 @@ def softmax_bwd_split_dot_kernel(
     dy_outer_stride, dy_inner_stride, dy_col_stride,
     y_outer_stride, y_inner_stride, y_col_stride, split_cols,
     N_SPLITS: tl.constexpr, BLOCK_N: tl.constexpr, INDEX_64: tl.constexpr, LOG: tl.constexpr,
-    PDL: tl.constexpr,
+    PDL: tl.constexpr, EVICT: tl.constexpr,
 ):
     """Pass 1 of a split row: the reduction of each ``split_cols`` range into
-    ``[n_rows, N_SPLITS]``. With ``PDL``, pass 2 may be launched at once (as the forward's)."""
+    ``[n_rows, N_SPLITS]``, reading with the L2 eviction policy ``EVICT``. With ``PDL``, pass 2
+    may be launched at once (as the forward's)."""
     if PDL:
         gdc_launch_dependents()
     ACC_TY: tl.constexpr = dot_ptr.dtype.element_ty
@@ -156,7 +174,7 @@ def softmax_bwd_split_dot_kernel(
         y_row = y_ptr + _row_start(row, n_inner, y_outer_stride, y_inner_stride)
         dy_row = dy_ptr + _row_start(row, n_inner, dy_outer_stride, dy_inner_stride)
         dot = _range_dot(y_row, dy_row, y_col_stride, dy_col_stride, cols, lo, hi,
-                         BLOCK_N, ACC_TY, LOG)
+                         BLOCK_N, ACC_TY, LOG, EVICT)
         tl.store(dot_ptr + item, dot)
 
 
@@ -166,10 +184,10 @@ def softmax_bwd_split_grad_kernel(
     dy_outer_stride, dy_inner_stride, dy_col_stride,
     y_outer_stride, y_inner_stride, y_col_stride, split_cols, scale,
     N_SPLITS: tl.constexpr, BLOCK_N: tl.constexpr, INDEX_64: tl.constexpr, LOG: tl.constexpr,
-    PDL: tl.constexpr,
+    PDL: tl.constexpr, EVICT: tl.constexpr, STORE_CACHE: tl.constexpr,
 ):
     """Pass 2 of a split row: add up the row's partial reductions, write one column range
-    (with ``PDL``, once pass 1 has finished)."""
+    (with ``PDL``, once pass 1 has finished), reading with the L2 eviction policy ``EVICT``."""
     if PDL:
         gdc_wait()
     ACC_TY: tl.constexpr = dot_ptr.dtype.element_ty
@@ -182,4 +200,4 @@ def softmax_bwd_split_grad_kernel(
         y_start = _row_start(row, n_inner, y_outer_stride, y_inner_stride)
         dy_row = dy_ptr + _row_start(row, n_inner, dy_outer_stride, dy_inner_stride)
         _range_grad(dx_ptr + y_start, y_ptr + y_start, dy_row, y_col_stride, dy_col_stride, cols,
-                    lo, hi, dot, scale, BLOCK_N, ACC_TY, LOG)
+                    lo, hi, dot, scale, BLOCK_N, ACC_TY, LOG, EVICT, STORE_CACHE)

@@ -290,7 +290,10 @@ def prepare_softmax(x_dtype: torch.dtype, y_dtype: torch.dtype, device: torch.de
     p = plan(layout, itemsize, core_count(device_index), be, variant)
     key = (p, x_dtype, y_dtype, log, be.name, device.type, device_index)
     rows = (layout.n_rows, layout.n_cols, layout.n_inner)
-    flags = {"BLOCK_N": p.block_n, "INDEX_64": p.index_64, "LOG": log}
+    flags = {"BLOCK_N": p.block_n, "INDEX_64": p.index_64, "LOG": log,
+             "STORE_CACHE": be.output_cache}
+    # The looped variants read a row twice: the target's L2 policies for the two reads.
+    first, second = be.reread_eviction
     tile = (p, itemsize)
     every_row = (*rows, *layout.x_strides, *layout.y_strides, scale)
     if p.variant == "tile" and p.block_m == 1:
@@ -301,7 +304,6 @@ def prepare_softmax(x_dtype: torch.dtype, y_dtype: torch.dtype, device: torch.de
                        (1, 0), every_row, {**flags, "BLOCK_M": p.block_m, "TAIL_N": p.tail_n},
                        tile),)
     elif p.variant == "online":
-        first, second = be.reread_eviction
         steps = (_Step(K.softmax_online_kernel, key, layout.n_rows, (1, 0), every_row,
                        {**flags, "FIRST_EVICT": first, "SECOND_EVICT": second}, tile),)
     else:
@@ -309,14 +311,15 @@ def prepare_softmax(x_dtype: torch.dtype, y_dtype: torch.dtype, device: torch.de
         # pass 2 combines them and normalises.
         n_items = layout.n_rows * p.n_splits
         cols = p.split_cols(layout.n_cols)
-        stats_flags = {"N_SPLITS": p.n_splits, "BLOCK_N": p.block_n, "INDEX_64": p.index_64,
-                       "PDL": be.dependent_launch}
+        split = {"N_SPLITS": p.n_splits, "BLOCK_N": p.block_n, "INDEX_64": p.index_64,
+                 "PDL": be.dependent_launch}
         steps = (
             _Step(K.softmax_split_stats_kernel, key + ("stats",), n_items, (2, 0),
-                  (*rows, *layout.x_strides, cols, scale), stats_flags, tile),
+                  (*rows, *layout.x_strides, cols, scale), {**split, "EVICT": first}, tile),
             _Step(K.softmax_split_norm_kernel, key + ("norm",), n_items, (1, 2, 0),
                   (*rows, *layout.x_strides, *layout.y_strides, cols, scale),
-                  {**stats_flags, "LOG": log}, tile, be.dependent_launch),
+                  {**split, "EVICT": second, "LOG": log, "STORE_CACHE": be.output_cache},
+                  tile, be.dependent_launch),
         )
         return Launch(p, device, steps, (2 * n_items, _acc_dtype(y_dtype)))
     return Launch(p, device, steps)
@@ -339,28 +342,33 @@ def launch_softmax_backward(dy: torch.Tensor, y: torch.Tensor, dx: torch.Tensor,
            "backward")
     rows = (layout.n_rows, layout.n_cols, layout.n_inner, *layout.x_strides, *layout.y_strides)
     flags = {"BLOCK_N": p.block_n, "INDEX_64": p.index_64, "LOG": log}
+    # Kernels that write dx store with the target's cache modifier.
+    writes = {**flags, "STORE_CACHE": be.output_cache}
+    first, second = be.reread_eviction
     tile = (p, itemsize)
     # Operands: (dy, y, dx) and, for the split variant, the partial sums' scratch (3).
     scratch = None
     if p.variant == "tile" and p.block_m == 1:
         steps = (_Step(KB.softmax_bwd_row_kernel, key, layout.n_rows, (2, 1, 0),
-                       (*rows, scale), flags, tile),)
+                       (*rows, scale), writes, tile),)
     elif p.variant == "tile":
         steps = (_Step(KB.softmax_bwd_tile_kernel, key, triton.cdiv(layout.n_rows, p.block_m),
-                       (2, 1, 0), (*rows, scale), {**flags, "BLOCK_M": p.block_m},
+                       (2, 1, 0), (*rows, scale), {**writes, "BLOCK_M": p.block_m},
                        tile),)
     elif p.variant == "online":
         steps = (_Step(KB.softmax_bwd_online_kernel, key, layout.n_rows, (2, 1, 0),
-                       (*rows, scale), flags, tile),)
+                       (*rows, scale), {**writes, "FIRST_EVICT": first, "SECOND_EVICT": second},
+                       tile),)
     else:
         n_items = layout.n_rows * p.n_splits
         cols = p.split_cols(layout.n_cols)
-        flags.update(N_SPLITS=p.n_splits, PDL=be.dependent_launch)
+        split = {"N_SPLITS": p.n_splits, "PDL": be.dependent_launch}
         steps = (
             _Step(KB.softmax_bwd_split_dot_kernel, key + ("dot",), n_items, (3, 1, 0),
-                  (*rows, cols), flags, tile),
+                  (*rows, cols), {**flags, **split, "EVICT": first}, tile),
             _Step(KB.softmax_bwd_split_grad_kernel, key + ("grad",), n_items, (2, 3, 1, 0),
-                  (*rows, cols, scale), flags, tile, be.dependent_launch),
+                  (*rows, cols, scale), {**writes, **split, "EVICT": second}, tile,
+                  be.dependent_launch),
         )
         scratch = (n_items, _acc_dtype(y.dtype))
     launch = Launch(p, dy.device, steps, scratch)

@@ -138,7 +138,8 @@ def launch_values(plan: Any, x: torch.Tensor, y: torch.Tensor, dim: int) -> dict
             "BLOCK_M": plan.block_m, "BLOCK_N": plan.block_n, "TAIL_N": plan.tail_n,
             "INDEX_64": plan.index_64,
             "N_SPLITS": splits, "scale": 1.0, "LOG": False, "PDL": False,
-            "FIRST_EVICT": "", "SECOND_EVICT": ""}
+            "FIRST_EVICT": "", "SECOND_EVICT": "", "EVICT": "",
+            "STORE_CACHE": ""}
 
 
 def work_items(plan: Any, n_rows: int) -> int:

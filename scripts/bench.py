@@ -213,10 +213,14 @@ def main() -> None:
                 lines.append(f"| {dname} | {m}x{n} | {r['copy']:.0f} | {r['npu_softmax']:.0f} | "
                              f"{r['torch']:.0f} | {r['npu_softmax'] / r['torch']:.2f} |")
     tiny = torch.randn(4, 128, device=device)
-    ours_us = host_cost_us(lambda: npu_softmax.softmax(tiny, -1), device)
-    torch_us = host_cost_us(lambda: torch.softmax(tiny, -1), device)
-    lines += ["", f"Host cost of one call on a 4x128 float32 tensor: npu_softmax {ours_us:.1f} us, "
-              f"torch.softmax {torch_us:.1f} us ({ours_us / torch_us:.2f}x)."]
+    # Best of the rounds, the two in turn (as the bandwidths: interference only adds time).
+    ours_us = torch_us = float("inf")
+    for _ in range(args.rounds):
+        ours_us = min(ours_us, host_cost_us(lambda: npu_softmax.softmax(tiny, -1), device))
+        torch_us = min(torch_us, host_cost_us(lambda: torch.softmax(tiny, -1), device))
+    lines += ["", f"Host cost of one call on a 4x128 float32 tensor (best of {args.rounds} "
+              f"rounds): npu_softmax {ours_us:.1f} us, torch.softmax {torch_us:.1f} us "
+              f"({ours_us / torch_us:.2f}x)."]
     text = "\n".join(lines)
     with open(os.path.join(args.out, "summary.md"), "w") as f:
         f.write(text + "\n")

@@ -22,9 +22,14 @@ import npu_softmax
 from npu_softmax import eager, launcher
 from npu_softmax import kernels as K
 from npu_softmax.backends.base import head_tail
+from npu_softmax.backends.cuda import CudaBackend
 from npu_softmax.layout import RowLayout, row_layout
 from npu_softmax.timing import gbps, time_ms
 
+#: The output stores' cache modifier and the split kernels' L2 policies, as the launcher
+#: passes them on CUDA.
+STORE = CudaBackend.output_cache
+FIRST_EVICT, SECOND_EVICT = CudaBackend.reread_eviction
 TILE_SHAPES = [(32768, 128), (65536, 64), (16384, 512), (1823, 781), (4096, 1024),
                (4096, 4096), (4096, 4352), (4096, 8192), (4096, 8448), (4096, 10240),
                (1024, 16384), (4096, 20480), (4096, 32768), (64, 65536)]
@@ -61,8 +66,8 @@ def tile_configs(x: torch.Tensor, y: torch.Tensor, lay: RowLayout,
         def run(kernel=kernel, grid=grid, tile=tile, block_n=block_n, tail_n=tail_n,
                 warps=warps, stages=stages) -> None:
             kernel[grid](y, x, *_rows(lay), *lay.y_strides, 1.0, BLOCK_N=block_n,
-                         TAIL_N=tail_n, INDEX_64=False, LOG=False, num_warps=warps,
-                         num_stages=stages, **tile)
+                         TAIL_N=tail_n, INDEX_64=False, LOG=False, STORE_CACHE=STORE,
+                         num_warps=warps, num_stages=stages, **tile)
         yield (f"BLOCK_M={block_m} BLOCK_N={block_n}+{tail_n} warps={warps} stages={stages} "
                f"programs/SM={per_sm}", run)
 
@@ -83,7 +88,8 @@ def online_configs(x: torch.Tensor, y: torch.Tensor, lay: RowLayout,
             K.softmax_online_kernel[grid](y, x, *_rows(lay), *lay.y_strides, 1.0,
                                           BLOCK_N=block_n, INDEX_64=False, LOG=False,
                                           FIRST_EVICT=first, SECOND_EVICT=second,
-                                          num_warps=warps, num_stages=stages)
+                                          STORE_CACHE=STORE, num_warps=warps,
+                                          num_stages=stages)
         yield (f"BLOCK_N={block_n} warps={warps} stages={stages} programs/SM={per_sm} "
                f"evict={first or 'default'}/{second or 'default'}", run)
 
@@ -103,9 +109,11 @@ def split_configs(x: torch.Tensor, y: torch.Tensor, lay: RowLayout,
                 "num_warps": warps, "num_stages": stages}
 
         def run(parts=parts, grid=grid, cols=cols, opts=opts) -> None:
-            K.softmax_split_stats_kernel[grid](parts, x, *_rows(lay), cols, 1.0, **opts)
+            K.softmax_split_stats_kernel[grid](parts, x, *_rows(lay), cols, 1.0,
+                                               EVICT=FIRST_EVICT, **opts)
             K.softmax_split_norm_kernel[grid](y, parts, x, *_rows(lay), *lay.y_strides, cols,
-                                              1.0, LOG=False, **opts)
+                                              1.0, LOG=False, EVICT=SECOND_EVICT,
+                                              STORE_CACHE=STORE, **opts)
         yield f"BLOCK_N={block_n} warps={warps} stages={stages} splits={splits}", run
 
 
@@ -160,7 +168,7 @@ def host_costs() -> None:
         "kept Launch(x, y)": lambda: kept(x, y),
         "Triton kernel[grid](...)": lambda: K.softmax_row_kernel[(4,)](
             y, x, *_rows(lay), *lay.y_strides, 1.0, BLOCK_N=128, TAIL_N=0, INDEX_64=False,
-            LOG=False, num_warps=4, num_stages=1),
+            LOG=False, STORE_CACHE=STORE, num_warps=4, num_stages=1),
         "eager.forward_signature": lambda: eager.forward_signature(x, -1, None, None, None,
                                                                   False),
         "torch.empty": lambda: torch.empty((4, 128), dtype=torch.float32, device=x.device),

@@ -175,6 +175,34 @@ def test_launch_hooks_see_repeat_calls(kernel_device: str, fresh_calls: dict) ->
     assert len(seen) == 3
 
 
+@pytest.mark.parametrize("log", [False, True])
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_kept_launch_starts_directly(kernel_device: str, fresh_calls: dict, variant: str | None,
+                                     log: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    """On CUDA with upstream Triton 3.4+, every kernel of a kept launch is started directly
+    (``_compat.direct_launcher``, never through Triton's launch path again), and those starts
+    alone write every element of an output poisoned with NaN."""
+    import triton
+
+    if kernel_device != "cuda" or getattr(getattr(triton, "knobs", None), "runtime", None) is None:
+        pytest.skip("direct launches exist only on CUDA with upstream Triton 3.4+")
+    fn = npu_softmax.log_softmax if log else npu_softmax.softmax
+    for dtype in (torch.float32, torch.bfloat16):
+        x = torch.randn(37, 3001, device=kernel_device).mul(4).to(dtype)
+        fn(x, -1, variant=variant)
+        launch = fresh_calls[eager.forward_signature(x, -1, None, None, variant, log)].launch
+        assert all(step.start is not None for step in launch.steps)
+        with monkeypatch.context() as m:
+            def refuse(*args: object, **kwargs: object) -> None:
+                raise AssertionError("a kept launch went through Triton's launch path")
+
+            m.setattr(launcher, "_launch", refuse)
+            x = torch.randn(37, 3001, device=kernel_device).mul(4).to(dtype)
+            poisoned = torch.full_like(x, float("nan"))
+            launch(x, poisoned)
+            assert_close(poisoned, reference(x, -1, log), dtype)
+
+
 def test_eager_autograd_matches_the_op(device: str, fresh_calls: dict) -> None:
     """The eager autograd path (no op dispatch) gives the custom op's gradient; with
     create_graph=True its gradient can be differentiated again (as torch.softmax's can)."""

@@ -39,9 +39,11 @@ class Backend:
     #: waiting for it inside the kernel (CUDA's programmatic dependent launch), so the gap
     #: between the two launches overlaps the first one's last work.
     dependent_launch = False
-    #: L2 eviction policies of the online kernel's first and second read of a row (``""``:
-    #: the target's default).
+    #: L2 eviction policies of the looped kernels' (online, split) first and second read of a
+    #: row (``""``: the target's default).
     reread_eviction = ("", "")
+    #: Cache modifier of the kernels' output stores (``""``: the target's default).
+    output_cache = ""
 
     def for_layout(self, layout: RowLayout) -> Backend:
         """The sizing rules for rows laid out as ``layout`` (the same for every layout here)."""

@@ -33,11 +33,17 @@ class CudaBackend(Backend):
     row_blocks_per_core = 4
     #: Tail blocks for 2-byte rows of more than 4096 elements (``tail_block``).
     tail_from = 4097
-    #: The online kernel's first read keeps its lines in L2, the second lets them go. Through
-    #: the API on the H100 (2026-11-23, docs/tuning.md, chunks of 8192 then): 4096x65536 fp32
-    #: 2049 -> 2186 GB/s, bf16 2149 -> 2380; 1024x65536 fp32 2010 -> 2116. The split kernels
-    #: keep the default: their rows are few, and fit L2 between the two passes.
+    #: The looped kernels' first read of a row keeps its lines in L2, the second lets them go.
+    #: Through the API on the H100 (docs/tuning.md): online kernel (2026-11-23, chunks of 8192
+    #: then) 4096x65536 fp32 2049 -> 2186 GB/s, bf16 2149 -> 2380; split kernels (2026-11-23,
+    #: with streaming stores) 8x151936 fp32 798 -> 915, bf16 16x262144 1104 -> 1260, 4x1048576
+    #: fp32 1492 -> 1613.
     reread_eviction = ("evict_last", "evict_first")
+    #: Outputs are stored streaming (``.cs``, evict first): this call never reads them back, so
+    #: their lines should not push out of L2 the input lines a second read still needs. Through
+    #: the API on the H100 (2026-11-23, docs/tuning.md): 1024x65536 fp32 2656 -> 2775 GB/s,
+    #: bf16 2486 -> 2660; 4096x65536 bf16 2651 -> 2838; rows that fit a block gain 0-1%.
+    output_cache = ".cs"
 
     def __init__(self, name: str = "cuda", arch: str | int = 0) -> None:
         self.name = name
