@@ -41,6 +41,15 @@ def _grad(dy, y, dot, scale, LOG: tl.constexpr):
 
 
 @triton.jit
+def _load_pair(y_ptrs, dy_ptrs, mask, ACC_TY: tl.constexpr, EVICT: tl.constexpr):
+    # y and dy in ACC_TY, read with the L2 eviction policy EVICT; masked lanes read 0, which
+    # adds no term to the reduction and is never stored.
+    y = tl.load(y_ptrs, mask=mask, other=0.0, eviction_policy=EVICT).to(ACC_TY)
+    dy = tl.load(dy_ptrs, mask=mask, other=0.0, eviction_policy=EVICT).to(ACC_TY)
+    return y, dy
+
+
+@triton.jit
 def _range_dot(y_row, dy_row, y_col_stride, dy_col_stride, cols, lo, hi,
                BLOCK_N: tl.constexpr, ACC_TY: tl.constexpr, LOG: tl.constexpr,
                EVICT: tl.constexpr):
@@ -50,10 +59,8 @@ def _range_dot(y_row, dy_row, y_col_stride, dy_col_stride, cols, lo, hi,
     for start in tl.range(lo, hi, BLOCK_N):
         c = start + cols
         mask = c < hi
-        y = tl.load(y_row + c * y_col_stride, mask=mask, other=0.0,
-                    eviction_policy=EVICT).to(ACC_TY)
-        dy = tl.load(dy_row + c * dy_col_stride, mask=mask, other=0.0,
-                     eviction_policy=EVICT).to(ACC_TY)
+        y, dy = _load_pair(y_row + c * y_col_stride, dy_row + c * dy_col_stride, mask, ACC_TY,
+                           EVICT)
         acc += _term(dy, y, LOG)
     return tl.sum(acc, axis=0)
 
@@ -69,10 +76,8 @@ def _range_grad(dx_row, y_row, dy_row, y_col_stride, dy_col_stride, cols, lo, hi
     for k in tl.range(0, n_chunks):
         c = lo + (n_chunks - 1 - k) * BLOCK_N + cols
         mask = c < hi
-        y = tl.load(y_row + c * y_col_stride, mask=mask, other=0.0,
-                    eviction_policy=EVICT).to(ACC_TY)
-        dy = tl.load(dy_row + c * dy_col_stride, mask=mask, other=0.0,
-                     eviction_policy=EVICT).to(ACC_TY)
+        y, dy = _load_pair(y_row + c * y_col_stride, dy_row + c * dy_col_stride, mask, ACC_TY,
+                           EVICT)
         dx = _grad(dy, y, dot, scale, LOG)
         tl.store(dx_row + c * y_col_stride, dx.to(dx_row.dtype.element_ty), mask=mask,
                  cache_modifier=STORE_CACHE)
@@ -95,8 +100,7 @@ def softmax_bwd_row_kernel(
         y_offs = _row_start(row, n_inner, y_outer_stride, y_inner_stride) + cols * y_col_stride
         dy_offs = _row_start(row, n_inner, dy_outer_stride, dy_inner_stride) \
             + cols * dy_col_stride
-        y = tl.load(y_ptr + y_offs, mask=mask, other=0.0).to(ACC_TY)
-        dy = tl.load(dy_ptr + dy_offs, mask=mask, other=0.0).to(ACC_TY)
+        y, dy = _load_pair(y_ptr + y_offs, dy_ptr + dy_offs, mask, ACC_TY, "")
         dot = tl.sum(_term(dy, y, LOG), axis=0)
         dx = _grad(dy, y, dot, scale, LOG)
         tl.store(dx_ptr + y_offs, dx.to(dx_ptr.dtype.element_ty), mask=mask,
@@ -122,8 +126,7 @@ def softmax_bwd_tile_kernel(
             + cols[None, :] * y_col_stride
         dy_offs = _row_start(rows, n_inner, dy_outer_stride, dy_inner_stride)[:, None] \
             + cols[None, :] * dy_col_stride
-        y = tl.load(y_ptr + y_offs, mask=mask, other=0.0).to(ACC_TY)
-        dy = tl.load(dy_ptr + dy_offs, mask=mask, other=0.0).to(ACC_TY)
+        y, dy = _load_pair(y_ptr + y_offs, dy_ptr + dy_offs, mask, ACC_TY, "")
         dot = tl.sum(_term(dy, y, LOG), axis=1)[:, None]
         dx = _grad(dy, y, dot, scale, LOG)
         tl.store(dx_ptr + y_offs, dx.to(dx_ptr.dtype.element_ty), mask=mask,

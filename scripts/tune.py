@@ -26,7 +26,7 @@ from npu_softmax.backends.cuda import CudaBackend
 from npu_softmax.layout import RowLayout, row_layout
 from npu_softmax.timing import gbps, time_ms
 
-#: The output stores' cache modifier and the split kernels' L2 policies, as the launcher
+#: The output stores' cache modifier and the looped kernels' L2 policies, as the launcher
 #: passes them on CUDA.
 STORE = CudaBackend.output_cache
 FIRST_EVICT, SECOND_EVICT = CudaBackend.reread_eviction
@@ -81,7 +81,7 @@ def online_configs(x: torch.Tensor, y: torch.Tensor, lay: RowLayout,
         if block_n // (warps * 32) > 64:  # more elements a thread than registers hold
             continue
         grid = (min(sms * per_sm, x.shape[0]),)
-        first, second = ("evict_last", "evict_first") if evict else ("", "")
+        first, second = (FIRST_EVICT, SECOND_EVICT) if evict else ("", "")
 
         def run(block_n=block_n, grid=grid, warps=warps, stages=stages, first=first,
                 second=second) -> None:
