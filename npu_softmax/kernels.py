@@ -20,6 +20,15 @@ a sampling temperature costs no extra pass over memory) and, with ``LOG`` set, w
 still needs), and the looped kernels read a row's two passes with its L2 eviction policies
 (``launcher`` takes both from the backend). The backward kernels are in ``kernels_backward``.
 
+Rows whose start is not a multiple of 16 bytes (a row length that is not a multiple of 16
+elements, e.g. 781 or a 50257-entry vocabulary) would load and store one element per
+instruction, since Triton can only prove 16-byte alignment from arguments divisible by 16. With
+``VEC`` > 1 (the elements of 16 bytes) the tile and looped kernels read such rows through
+windows that start at the 16-byte boundary before the row, so every load is a vector load; the
+few lanes of the neighbouring rows that a window covers are loaded, never used, and never
+stored. The looped kernels also store whole vectors where the output is aligned like the input
+(``_range_normalize``).
+
 Variants (the launcher picks one, see ``launcher.plan``):
 
 * ``softmax_row_kernel``: one whole row per iteration, held in one 1-D block.
@@ -59,6 +68,57 @@ def _load(ptrs, mask, scale, ACC_TY: tl.constexpr, EVICT: tl.constexpr):
     # Masked lanes read -inf: they add nothing to the max and exp(-inf) = 0 to the sum
     # (scale > 0 keeps them -inf).
     return tl.load(ptrs, mask=mask, other=float("-inf"), eviction_policy=EVICT).to(ACC_TY) * scale
+
+
+@triton.jit
+def _window(start_ptr, n, VEC: tl.constexpr):
+    """The aligned window of the ``n`` contiguous elements at ``start_ptr`` (a pointer, or a
+    1-d tensor of them): the 16-byte boundary at or before it, how many elements the data lies
+    past that boundary (``lead``, < ``VEC``), and the window's length, a multiple of ``VEC``.
+
+    The lead is taken from the address itself, so a window never reaches past the 16-byte
+    blocks that hold the data, whatever the tensor's alignment.
+    """
+    ITEM: tl.constexpr = start_ptr.dtype.element_ty.primitive_bitwidth // 8
+    lead = ((start_ptr.to(tl.int64) // ITEM) % VEC).to(tl.int32)
+    # An empty range (a split item past the row's end) gets an empty window.
+    span = tl.multiple_of(tl.where(n > 0, (lead + n + VEC - 1) // VEC * VEC, 0), VEC)
+    return tl.multiple_of(start_ptr - lead, VEC * ITEM), lead, span
+
+
+@triton.jit
+def _in_window(p, lead, n, VEC: tl.constexpr):
+    # Which lanes ``p`` of a window hold one of its ``n`` elements (all below ``n`` without one).
+    if VEC > 1:
+        inside = (p >= lead) & (p < lead + n)
+    else:
+        inside = p < n
+    return inside
+
+
+@triton.jit
+def _load_window(base, p, lead, n, span, col_stride, scale, ACC_TY: tl.constexpr,
+                 EVICT: tl.constexpr, VEC: tl.constexpr):
+    """Lanes ``p`` of a range read through ``_range_window``, scaled, -inf outside the range."""
+    if VEC > 1:
+        # Whole vectors up to the window's end; the lanes outside the range become -inf.
+        x = tl.load(base + p, mask=p < span, other=float("-inf"), eviction_policy=EVICT)
+        x = tl.where(_in_window(p, lead, n, VEC), x.to(ACC_TY) * scale, float("-inf"))
+    else:
+        x = _load(base + p * col_stride, p < n, scale, ACC_TY, EVICT)
+    return x
+
+
+@triton.jit
+def _range_window(x_row, col_stride, lo, hi, VEC: tl.constexpr):
+    """Where the looped kernels read ``x_row[lo:hi]`` from: (base pointer, lead, span), lane
+    ``p`` holding element ``lo + p - lead``. With ``VEC`` > 1 (contiguous elements) an aligned
+    ``_window``; otherwise the range itself (lead 0, span ``hi - lo``)."""
+    if VEC > 1:
+        base, lead, span = _window(x_row + lo, hi - lo, VEC)
+    else:
+        base, lead, span = x_row + lo * col_stride, 0, hi - lo
+    return base, lead, span
 
 
 @triton.jit
@@ -106,14 +166,16 @@ def _split_range(item, split_cols, n_cols, N_SPLITS: tl.constexpr):
 
 @triton.jit
 def _range_stats(x_row, col_stride, cols, lo, hi, scale, BLOCK_N: tl.constexpr,
-                 ACC_TY: tl.constexpr, EVICT: tl.constexpr):
+                 ACC_TY: tl.constexpr, EVICT: tl.constexpr, VEC: tl.constexpr):
     """Max ``m`` and ``sum(exp(x - m))`` of ``x_row[lo:hi]`` in one pass (online softmax),
-    reading with the L2 eviction policy ``EVICT`` (``""``: the default)."""
+    reading with the L2 eviction policy ``EVICT`` (``""``: the default) through
+    ``_range_window``."""
+    base, lead, span = _range_window(x_row, col_stride, lo, hi, VEC)
     m = tl.full([], float("-inf"), ACC_TY)
     d = tl.zeros([], ACC_TY)
-    for start in tl.range(lo, hi, BLOCK_N):
-        c = start + cols
-        x = _load(x_row + c * col_stride, c < hi, scale, ACC_TY, EVICT)
+    for start in tl.range(0, span, BLOCK_N):
+        p = tl.multiple_of(start, BLOCK_N) + cols
+        x = _load_window(base, p, lead, hi - lo, span, col_stride, scale, ACC_TY, EVICT, VEC)
         m_new = tl.maximum(m, tl.max(x, axis=0))
         shift = _safe_shift(m_new)
         d = d * tl.exp(m - shift) + tl.sum(tl.exp(x - shift), axis=0)
@@ -122,25 +184,68 @@ def _range_stats(x_row, col_stride, cols, lo, hi, scale, BLOCK_N: tl.constexpr,
 
 
 @triton.jit
+def _store_chunks(base, lead, span, n, y_start, x_col_stride, y_col_stride, shift, norm, scale,
+                  cols, BLOCK_N: tl.constexpr, OUT_TY: tl.constexpr, ACC_TY: tl.constexpr,
+                  LOG: tl.constexpr, EVICT: tl.constexpr, STORE_CACHE: tl.constexpr,
+                  VEC: tl.constexpr):
+    # The output of a range read through _range_window, stored element by element, lane p at
+    # y_start[p * y_col_stride]. Last chunk first: the chunks this program read last (for the
+    # max and sum) are the likeliest to be still in cache.
+    n_chunks = tl.cdiv(span, BLOCK_N)
+    for k in tl.range(0, n_chunks):
+        p = tl.multiple_of((n_chunks - 1 - k) * BLOCK_N, BLOCK_N) + cols
+        x = _load_window(base, p, lead, n, span, x_col_stride, scale, ACC_TY, EVICT, VEC)
+        tl.store(y_start + p * y_col_stride, _finish(x, shift, norm, LOG).to(OUT_TY),
+                 mask=_in_window(p, lead, n, VEC), cache_modifier=STORE_CACHE)
+
+
+@triton.jit
 def _range_normalize(x_row, y_row, x_col_stride, y_col_stride, cols, lo, hi, shift, d, scale,
                      BLOCK_N: tl.constexpr, OUT_TY: tl.constexpr, ACC_TY: tl.constexpr,
-                     LOG: tl.constexpr, EVICT: tl.constexpr, STORE_CACHE: tl.constexpr):
+                     LOG: tl.constexpr, EVICT: tl.constexpr, STORE_CACHE: tl.constexpr,
+                     VEC: tl.constexpr):
     """``y_row[lo:hi]`` from the row's ``shift`` (safe max) and ``d = sum(exp(x - shift))``,
-    reading with the L2 eviction policy ``EVICT`` and storing with the cache modifier
-    ``STORE_CACHE``.
+    reading through ``_range_window`` with the L2 eviction policy ``EVICT`` and storing with the
+    cache modifier ``STORE_CACHE``.
 
-    Each chunk is read before it is written, by this program only, so ``y`` may be ``x``.
+    Through a window (``VEC`` > 1, both rows contiguous), when the output range sits at the
+    same place in its 16-byte blocks as the input (same strides, and pointers aligned alike:
+    any fresh output), the whole vectors of the range are stored as vectors and the partial
+    ones at its two ends element by element after the loop; otherwise each element is stored
+    on its own (``_store_chunks``). Each chunk is read before it is written, by this program
+    only, so ``y`` may be ``x``.
     """
     norm = _norm(d, LOG)
-    # Last chunk first: the chunks this program read last (for the max and sum) are the likeliest
-    # to be still in cache.
-    n_chunks = tl.cdiv(hi - lo, BLOCK_N)
-    for k in tl.range(0, n_chunks):
-        c = lo + (n_chunks - 1 - k) * BLOCK_N + cols
-        mask = c < hi
-        x = _load(x_row + c * x_col_stride, mask, scale, ACC_TY, EVICT)
-        tl.store(y_row + c * y_col_stride, _finish(x, shift, norm, LOG).to(OUT_TY), mask=mask,
-                 cache_modifier=STORE_CACHE)
+    n = hi - lo
+    base, lead, span = _range_window(x_row, x_col_stride, lo, hi, VEC)
+    # Lane p of the window is y_start[p * y_col_stride].
+    y_start = y_row + (lo - lead) * y_col_stride
+    if VEC > 1:
+        y_win, y_lead, _ = _window(y_start, n, VEC)
+        if y_lead == 0:
+            # Lanes [body_lo, body_hi) are the range's whole vectors.
+            body_lo = tl.multiple_of((lead + VEC - 1) // VEC * VEC, VEC)
+            body_hi = tl.multiple_of(tl.maximum((lead + n) // VEC * VEC, body_lo), VEC)
+            n_chunks = tl.cdiv(span, BLOCK_N)
+            for k in tl.range(0, n_chunks):  # last chunk first, as in _store_chunks
+                p = tl.multiple_of((n_chunks - 1 - k) * BLOCK_N, BLOCK_N) + cols
+                # Only the body's lanes are stored: the others need not be set to -inf.
+                x = tl.load(base + p, mask=p < span, other=0.0, eviction_policy=EVICT)
+                tl.store(y_win + p, _finish(x.to(ACC_TY) * scale, shift, norm, LOG).to(OUT_TY),
+                         mask=(p >= body_lo) & (p < body_hi), cache_modifier=STORE_CACHE)
+            # The partial vectors: lanes [lead, body_lo) and [body_hi, lead + n).
+            q = tl.arange(0, 2 * VEC)
+            p = tl.where(q < VEC, q, body_hi - VEC + q)
+            edge = _in_window(p, lead, n, VEC) & ((p < body_lo) | (p >= body_hi))
+            x = tl.load(base + p, mask=edge, other=0.0).to(ACC_TY) * scale
+            tl.store(y_win + p, _finish(x, shift, norm, LOG).to(OUT_TY), mask=edge,
+                     cache_modifier=STORE_CACHE)
+        else:
+            _store_chunks(base, lead, span, n, y_start, x_col_stride, y_col_stride, shift, norm,
+                          scale, cols, BLOCK_N, OUT_TY, ACC_TY, LOG, EVICT, STORE_CACHE, VEC)
+    else:
+        _store_chunks(base, lead, span, n, y_start, x_col_stride, y_col_stride, shift, norm,
+                      scale, cols, BLOCK_N, OUT_TY, ACC_TY, LOG, EVICT, STORE_CACHE, VEC)
 
 
 @triton.jit(do_not_specialize=["n_rows"])
@@ -188,29 +293,43 @@ def softmax_tile_kernel(
     x_outer_stride, x_inner_stride, x_col_stride,
     y_outer_stride, y_inner_stride, y_col_stride, scale,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, TAIL_N: tl.constexpr, INDEX_64: tl.constexpr,
-    LOG: tl.constexpr, STORE_CACHE: tl.constexpr,
+    LOG: tl.constexpr, STORE_CACHE: tl.constexpr, VEC: tl.constexpr,
 ):
     """Rows that fit on chip: a ``BLOCK_M x BLOCK_N`` tile of whole rows per iteration (and a
-    ``BLOCK_M x TAIL_N`` one for columns ``BLOCK_N`` on, as in the row kernel).
+    ``BLOCK_M x TAIL_N`` one for columns ``BLOCK_N`` on, as in the row kernel). With ``VEC`` > 1
+    (no tail; ``BLOCK_N`` at least ``n_cols + VEC - 1``) each row is read through its aligned
+    ``_window``, and lane ``j`` of a row holds column ``j - lead``.
 
     A tile is loaded whole before it is stored, so ``y`` may be ``x`` (in place).
     """
+    tl.static_assert(VEC == 1 or TAIL_N == 0)
     OUT_TY: tl.constexpr = y_ptr.dtype.element_ty
     ACC_TY: tl.constexpr = tl.float64 if OUT_TY == tl.float64 else tl.float32
-    cols = _widen(tl.arange(0, BLOCK_N), INDEX_64)
-    col_mask = cols < n_cols
+    lanes = _widen(tl.arange(0, BLOCK_N), INDEX_64)[None, :]
     n_blocks = tl.cdiv(n_rows, BLOCK_M)
     for block in tl.range(tl.program_id(0), n_blocks, tl.num_programs(0)):
         rows = _widen(block, INDEX_64) * BLOCK_M + tl.arange(0, BLOCK_M)
         row_mask = (rows < n_rows)[:, None]
-        x_start = _row_start(rows, n_inner, x_outer_stride, x_inner_stride)[:, None]
-        mask = row_mask & col_mask[None, :]
-        x = _load(x_ptr + x_start + cols[None, :] * x_col_stride, mask, scale, ACC_TY, "")
+        x_start = _row_start(rows, n_inner, x_outer_stride, x_inner_stride)
+        if VEC > 1:
+            # One window per row (a column of pointers: multiple_of takes 1-d tensors).
+            base, lead, span = _window(x_ptr + x_start, n_cols, VEC)
+            lead = lead[:, None]
+            x = tl.load(base[:, None] + lanes, mask=row_mask & (lanes < span[:, None]),
+                        other=float("-inf"))
+            cols = lanes - lead
+            mask = row_mask & _in_window(lanes, lead, n_cols, VEC)
+            x = tl.where(mask, x.to(ACC_TY) * scale, float("-inf"))
+        else:
+            cols = lanes
+            mask = row_mask & (cols < n_cols)
+            x = _load(x_ptr + x_start[:, None] + cols * x_col_stride, mask, scale, ACC_TY, "")
         m = tl.max(x, axis=1)
         if TAIL_N > 0:
             t_cols, t_mask = _tail_cols(n_cols, BLOCK_N, TAIL_N, INDEX_64)
             t_mask = row_mask & t_mask[None, :]
-            xt = _load(x_ptr + x_start + t_cols[None, :] * x_col_stride, t_mask, scale, ACC_TY, "")
+            xt = _load(x_ptr + x_start[:, None] + t_cols[None, :] * x_col_stride, t_mask, scale,
+                       ACC_TY, "")
             m = tl.maximum(m, tl.max(xt, axis=1))
         shift = _safe_shift(m)[:, None]
         d = tl.sum(tl.exp(x - shift), axis=1)
@@ -218,7 +337,7 @@ def softmax_tile_kernel(
             d += tl.sum(tl.exp(xt - shift), axis=1)
         norm = _norm(d, LOG)[:, None]
         y_start = _row_start(rows, n_inner, y_outer_stride, y_inner_stride)[:, None]
-        tl.store(y_ptr + y_start + cols[None, :] * y_col_stride,
+        tl.store(y_ptr + y_start + cols * y_col_stride,
                  _finish(x, shift, norm, LOG).to(OUT_TY), mask=mask, cache_modifier=STORE_CACHE)
         if TAIL_N > 0:
             tl.store(y_ptr + y_start + t_cols[None, :] * y_col_stride,
@@ -233,6 +352,7 @@ def softmax_online_kernel(
     y_outer_stride, y_inner_stride, y_col_stride, scale,
     BLOCK_N: tl.constexpr, INDEX_64: tl.constexpr, LOG: tl.constexpr,
     FIRST_EVICT: tl.constexpr, SECOND_EVICT: tl.constexpr, STORE_CACHE: tl.constexpr,
+    VEC: tl.constexpr,
 ):
     """Rows longer than a block: one row per iteration, two passes over ``BLOCK_N`` chunks.
 
@@ -247,10 +367,10 @@ def softmax_online_kernel(
         x_row = x_ptr + _row_start(row, n_inner, x_outer_stride, x_inner_stride)
         y_row = y_ptr + _row_start(row, n_inner, y_outer_stride, y_inner_stride)
         m, d = _range_stats(x_row, x_col_stride, cols, 0, n_cols, scale, BLOCK_N, ACC_TY,
-                            FIRST_EVICT)
+                            FIRST_EVICT, VEC)
         _range_normalize(x_row, y_row, x_col_stride, y_col_stride, cols, 0, n_cols,
                          _safe_shift(m), d, scale, BLOCK_N, OUT_TY, ACC_TY, LOG, SECOND_EVICT,
-                         STORE_CACHE)
+                         STORE_CACHE, VEC)
 
 
 @triton.jit(do_not_specialize=["n_rows"])
@@ -258,7 +378,7 @@ def softmax_split_stats_kernel(
     part_ptr, x_ptr, n_rows, n_cols, n_inner,
     x_outer_stride, x_inner_stride, x_col_stride, split_cols, scale,
     N_SPLITS: tl.constexpr, BLOCK_N: tl.constexpr, INDEX_64: tl.constexpr, PDL: tl.constexpr,
-    EVICT: tl.constexpr,
+    EVICT: tl.constexpr, VEC: tl.constexpr,
 ):
     """Pass 1 of a split row: max and sum of each ``split_cols`` range into ``part_ptr``, a
     ``[2, n_rows, N_SPLITS]`` buffer (maxima, then sums; one buffer, one allocation), reading
@@ -275,7 +395,8 @@ def softmax_split_stats_kernel(
         item = _widen(i, INDEX_64)
         row, lo, hi = _split_range(item, split_cols, n_cols, N_SPLITS)
         x_row = x_ptr + _row_start(row, n_inner, x_outer_stride, x_inner_stride)
-        m, d = _range_stats(x_row, x_col_stride, cols, lo, hi, scale, BLOCK_N, ACC_TY, EVICT)
+        m, d = _range_stats(x_row, x_col_stride, cols, lo, hi, scale, BLOCK_N, ACC_TY, EVICT,
+                            VEC)
         tl.store(part_ptr + item, m)
         tl.store(part_ptr + n_items + item, d)
 
@@ -286,7 +407,7 @@ def softmax_split_norm_kernel(
     x_outer_stride, x_inner_stride, x_col_stride,
     y_outer_stride, y_inner_stride, y_col_stride, split_cols, scale,
     N_SPLITS: tl.constexpr, BLOCK_N: tl.constexpr, INDEX_64: tl.constexpr, LOG: tl.constexpr,
-    PDL: tl.constexpr, EVICT: tl.constexpr, STORE_CACHE: tl.constexpr,
+    PDL: tl.constexpr, EVICT: tl.constexpr, STORE_CACHE: tl.constexpr, VEC: tl.constexpr,
 ):
     """Pass 2 of a split row: combine the row's partial max/sum, normalise one column range
     (reading with the L2 eviction policy ``EVICT``).
@@ -314,4 +435,4 @@ def softmax_split_norm_kernel(
         x_row = x_ptr + _row_start(row, n_inner, x_outer_stride, x_inner_stride)
         y_row = y_ptr + _row_start(row, n_inner, y_outer_stride, y_inner_stride)
         _range_normalize(x_row, y_row, x_col_stride, y_col_stride, cols, lo, hi,
-                         shift, d, scale, BLOCK_N, OUT_TY, ACC_TY, LOG, EVICT, STORE_CACHE)
+                         shift, d, scale, BLOCK_N, OUT_TY, ACC_TY, LOG, EVICT, STORE_CACHE, VEC)

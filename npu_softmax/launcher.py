@@ -288,7 +288,10 @@ def prepare_softmax(x_dtype: torch.dtype, y_dtype: torch.dtype, device: torch.de
     device_index = device.index or 0
     itemsize = max(x_dtype.itemsize, y_dtype.itemsize)
     p = plan(layout, itemsize, core_count(device_index), be, variant)
-    key = (p, x_dtype, y_dtype, log, be.name, device.type, device_index)
+    # Rows that are not 16-byte aligned may be read through aligned windows (not in the row
+    # kernel, which takes no VEC).
+    vec = be.window_vec(layout, p, x_dtype.itemsize)
+    key = (p, x_dtype, y_dtype, log, be.name, device.type, device_index, vec)
     rows = (layout.n_rows, layout.n_cols, layout.n_inner)
     flags = {"BLOCK_N": p.block_n, "INDEX_64": p.index_64, "LOG": log,
              "STORE_CACHE": be.output_cache}
@@ -301,18 +304,19 @@ def prepare_softmax(x_dtype: torch.dtype, y_dtype: torch.dtype, device: torch.de
                        {**flags, "TAIL_N": p.tail_n}, tile),)
     elif p.variant == "tile":
         steps = (_Step(K.softmax_tile_kernel, key, triton.cdiv(layout.n_rows, p.block_m),
-                       (1, 0), every_row, {**flags, "BLOCK_M": p.block_m, "TAIL_N": p.tail_n},
-                       tile),)
+                       (1, 0), every_row,
+                       {**flags, "BLOCK_M": p.block_m, "TAIL_N": p.tail_n, "VEC": vec}, tile),)
     elif p.variant == "online":
         steps = (_Step(K.softmax_online_kernel, key, layout.n_rows, (1, 0), every_row,
-                       {**flags, "FIRST_EVICT": first, "SECOND_EVICT": second}, tile),)
+                       {**flags, "FIRST_EVICT": first, "SECOND_EVICT": second, "VEC": vec},
+                       tile),)
     else:
         # Pass 1 writes each (row, split)'s max and sum into the scratch operand (index 2),
         # pass 2 combines them and normalises.
         n_items = layout.n_rows * p.n_splits
         cols = p.split_cols(layout.n_cols)
         split = {"N_SPLITS": p.n_splits, "BLOCK_N": p.block_n, "INDEX_64": p.index_64,
-                 "PDL": be.dependent_launch}
+                 "PDL": be.dependent_launch, "VEC": vec}
         steps = (
             _Step(K.softmax_split_stats_kernel, key + ("stats",), n_items, (2, 0),
                   (*rows, *layout.x_strides, cols, scale), {**split, "EVICT": first}, tile),

@@ -30,12 +30,12 @@ from npu_softmax.timing import gbps, time_ms
 #: passes them on CUDA.
 STORE = CudaBackend.output_cache
 FIRST_EVICT, SECOND_EVICT = CudaBackend.reread_eviction
-TILE_SHAPES = [(32768, 128), (65536, 64), (16384, 512), (1823, 781), (4096, 1024),
+TILE_SHAPES = [(32768, 128), (65536, 64), (16384, 512), (8192, 333), (1823, 781), (4096, 1024),
                (4096, 4096), (4096, 4352), (4096, 8192), (4096, 8448), (4096, 10240),
                (1024, 16384), (4096, 20480), (4096, 32768), (64, 65536)]
-ONLINE_SHAPES = [(4096, 40000), (4096, 65536), (1024, 65536), (1024, 131072), (256, 151936),
-                 (512, 262144)]
-SPLIT_SHAPES = [(1, 151936), (8, 151936), (32, 151936), (16, 262144), (4, 1048576)]
+ONLINE_SHAPES = [(4096, 40000), (4096, 50257), (4096, 65536), (1024, 65536), (1024, 131072),
+                 (256, 151936), (512, 262144)]
+SPLIT_SHAPES = [(1, 151936), (8, 151936), (8, 50257), (32, 151936), (16, 262144), (4, 1048576)]
 
 #: A configuration sweep: for one input and output, (label, launch) pairs.
 Configs = Callable[[torch.Tensor, torch.Tensor, RowLayout, int], Iterator[tuple[str, Callable]]]
@@ -46,21 +46,33 @@ def _rows(lay: RowLayout) -> tuple:
     return (lay.n_rows, lay.n_cols, lay.n_inner, *lay.x_strides)
 
 
+def _vecs(x: torch.Tensor, lay: RowLayout) -> tuple[int, ...]:
+    """The kernels' ``VEC`` values worth timing: 1, and aligned windows where the rows are not
+    16-byte aligned (``Backend.window_vec``)."""
+    vec = 16 // x.element_size()
+    aligned = lay.n_cols % 16 == 0 and all(s % 16 == 0 for s in lay.x_strides[:2])
+    return (1,) if aligned else (1, vec)
+
+
 def tile_configs(x: torch.Tensor, y: torch.Tensor, lay: RowLayout,
                  sms: int) -> Iterator[tuple[str, Callable]]:
     """The row kernel (one row per block) and the tile kernel (several rows per block), each
     with the row in one power-of-two block and, where that takes fewer lanes, as a head of half
-    that block and a power-of-two tail (``Backend.tail_block``)."""
+    that block and a power-of-two tail (``Backend.tail_block``); tiles of rows that are not
+    16-byte aligned also through aligned windows (``VEC``)."""
     m, n = x.shape
     full, tail = triton.next_power_of_2(n), head_tail(n)
     blocks = [(full, 0)] + ([(full // 2, tail)] if tail else [])
-    for (block_n, tail_n), elems, warps, stages, per_sm in itertools.product(
-            blocks, (1024, 2048, 4096, 8192), (2, 4, 8, 16, 32), (1, 2), (1, 2, 4, 8, 16)):
+    for (block_n, tail_n), elems, warps, stages, per_sm, vec in itertools.product(
+            blocks, (1024, 2048, 4096, 8192), (2, 4, 8, 16, 32), (1, 2), (1, 2, 4, 8, 16),
+            _vecs(x, lay)):
         block_m = max(1, elems // full)
         if block_m == 1 and elems > full:
             continue
+        if vec > 1 and (block_m == 1 or tail_n or n + vec - 1 > block_n):
+            continue
         grid = (min(sms * per_sm, triton.cdiv(m, block_m)),)
-        tile = {"BLOCK_M": block_m} if block_m > 1 else {}
+        tile = {"BLOCK_M": block_m, "VEC": vec} if block_m > 1 else {}
         kernel = K.softmax_tile_kernel if block_m > 1 else K.softmax_row_kernel
 
         def run(kernel=kernel, grid=grid, tile=tile, block_n=block_n, tail_n=tail_n,
@@ -69,44 +81,44 @@ def tile_configs(x: torch.Tensor, y: torch.Tensor, lay: RowLayout,
                          TAIL_N=tail_n, INDEX_64=False, LOG=False, STORE_CACHE=STORE,
                          num_warps=warps, num_stages=stages, **tile)
         yield (f"BLOCK_M={block_m} BLOCK_N={block_n}+{tail_n} warps={warps} stages={stages} "
-               f"programs/SM={per_sm}", run)
+               f"programs/SM={per_sm} VEC={vec}", run)
 
 
 def online_configs(x: torch.Tensor, y: torch.Tensor, lay: RowLayout,
                    sms: int) -> Iterator[tuple[str, Callable]]:
     """The looped kernel: chunk length, warps, stages, programs per SM (16: the launcher's
-    waves for wide programs), L2 eviction policies of its two reads."""
-    for block_n, warps, stages, per_sm, evict in itertools.product(
-            (8192, 16384, 32768), (8, 16, 32), (1, 2), (1, 2, 16), (False, True)):
+    waves for wide programs), L2 eviction policies of its two reads, aligned windows."""
+    for block_n, warps, stages, per_sm, evict, vec in itertools.product(
+            (8192, 16384, 32768), (8, 16, 32), (1, 2), (1, 2, 16), (False, True), _vecs(x, lay)):
         if block_n // (warps * 32) > 64:  # more elements a thread than registers hold
             continue
         grid = (min(sms * per_sm, x.shape[0]),)
         first, second = (FIRST_EVICT, SECOND_EVICT) if evict else ("", "")
 
         def run(block_n=block_n, grid=grid, warps=warps, stages=stages, first=first,
-                second=second) -> None:
+                second=second, vec=vec) -> None:
             K.softmax_online_kernel[grid](y, x, *_rows(lay), *lay.y_strides, 1.0,
                                           BLOCK_N=block_n, INDEX_64=False, LOG=False,
                                           FIRST_EVICT=first, SECOND_EVICT=second,
-                                          STORE_CACHE=STORE, num_warps=warps,
+                                          STORE_CACHE=STORE, VEC=vec, num_warps=warps,
                                           num_stages=stages)
         yield (f"BLOCK_N={block_n} warps={warps} stages={stages} programs/SM={per_sm} "
-               f"evict={first or 'default'}/{second or 'default'}", run)
+               f"evict={first or 'default'}/{second or 'default'} VEC={vec}", run)
 
 
 def split_configs(x: torch.Tensor, y: torch.Tensor, lay: RowLayout,
                   sms: int) -> Iterator[tuple[str, Callable]]:
-    """The two split kernels: chunk length, warps, stages, splits per row."""
+    """The two split kernels: chunk length, warps, stages, splits per row, aligned windows."""
     m, n = x.shape
-    for block_n, warps, stages, splits in itertools.product(
-            (2048, 4096), (8, 16), (1, 2), (32, 64, 128, 256)):
+    for block_n, warps, stages, splits, vec in itertools.product(
+            (2048, 4096), (8, 16), (1, 2), (32, 64, 128, 256), _vecs(x, lay)):
         if triton.cdiv(n, block_n) < splits:
             continue
         cols = triton.cdiv(triton.cdiv(n, splits), block_n) * block_n
         parts = torch.empty(2 * m * splits, device=x.device)
         grid = (min(m * splits, sms * 8),)
         opts = {"BLOCK_N": block_n, "INDEX_64": False, "N_SPLITS": splits, "PDL": False,
-                "num_warps": warps, "num_stages": stages}
+                "VEC": vec, "num_warps": warps, "num_stages": stages}
 
         def run(parts=parts, grid=grid, cols=cols, opts=opts) -> None:
             K.softmax_split_stats_kernel[grid](parts, x, *_rows(lay), cols, 1.0,
@@ -114,7 +126,7 @@ def split_configs(x: torch.Tensor, y: torch.Tensor, lay: RowLayout,
             K.softmax_split_norm_kernel[grid](y, parts, x, *_rows(lay), *lay.y_strides, cols,
                                               1.0, LOG=False, EVICT=SECOND_EVICT,
                                               STORE_CACHE=STORE, **opts)
-        yield f"BLOCK_N={block_n} warps={warps} stages={stages} splits={splits}", run
+        yield f"BLOCK_N={block_n} warps={warps} stages={stages} splits={splits} VEC={vec}", run
 
 
 def sweep(shapes: list[tuple[int, int]], configs: Configs, dtype: torch.dtype, sms: int,

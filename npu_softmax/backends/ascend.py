@@ -68,16 +68,6 @@ class AscendBackend(Backend):
         self.multibuffer = multibuffer
         self.strided = strided  # rows whose elements are not contiguous
 
-    def __eq__(self, other: object) -> bool:
-        # By value: plans are cached per backend, and for_layout() makes new instances.
-        return isinstance(other, AscendBackend) and self._fields() == other._fields()
-
-    def __hash__(self) -> int:
-        return hash(self._fields())
-
-    def _fields(self) -> tuple:
-        return (self.arch, self.multibuffer, self.strided)
-
     def for_layout(self, layout: RowLayout) -> AscendBackend:
         strided = layout.x_strides[2] != 1 or layout.y_strides[2] != 1
         if strided == self.strided or self.arch.startswith(STRIDED_LIKE_CONTIGUOUS):

@@ -30,9 +30,6 @@ class Backend:
     #: Work items per core the split variant aims for (a few, so cores that finish early can
     #: take another; measured best on an H100).
     split_items_per_core = 4
-    #: Row blocks per core the tile variant leaves at least, when rows are few enough that
-    #: bigger blocks would leave fewer (one where a core runs one program).
-    row_blocks_per_core = 1
     #: Shortest row given a tail block (``tail_block``); None: never.
     tail_from: int | None = None
     #: Whether the split variant's second kernel may be launched while the first still runs,
@@ -45,9 +42,48 @@ class Backend:
     #: Cache modifier of the kernels' output stores (``""``: the target's default).
     output_cache = ""
 
+    # By value: plans are cached per backend, and for_layout() may make new instances.
+    def __eq__(self, other: object) -> bool:
+        return type(other) is type(self) and vars(other) == vars(self)
+
+    def __hash__(self) -> int:
+        return hash((type(self), *sorted(vars(self).items())))
+
     def for_layout(self, layout: RowLayout) -> Backend:
         """The sizing rules for rows laid out as ``layout`` (the same for every layout here)."""
         return self
+
+    def row_blocks(self, block_n: int, itemsize: int) -> int:
+        """Row blocks per core the tile variant leaves at least for rows of ``block_n`` columns,
+        when rows are few enough that bigger blocks would leave fewer (one where a core runs one
+        program)."""
+        return 1
+
+    def windows(self, plan: Plan, itemsize: int) -> bool:
+        """Whether the kernels of ``plan`` read rows that do not start on a 16-byte boundary
+        through aligned windows (``window_vec``); never here."""
+        return False
+
+    def window_vec(self, layout: RowLayout, plan: Plan, itemsize: int) -> int:
+        """The kernels' ``VEC`` for ``plan`` on rows of ``layout`` whose input elements take
+        ``itemsize`` bytes: the elements of 16 bytes where they read each row through an
+        aligned window (``kernels``' module docstring), 1 where they read rows as they are.
+
+        Windows need contiguous row elements (in the output too), and rows that Triton cannot
+        already prove 16-byte aligned (row length or a row stride not divisible by 16); a tile
+        must hold a row's window in its block, with no tail, and a chunk at least one vector.
+        The row kernel never takes one.
+        """
+        vec = 16 // itemsize
+        outer, inner, col = layout.x_strides
+        if (vec < 2 or plan.block_n < vec or col != 1 or layout.y_strides[2] != 1
+                or not self.windows(plan, itemsize)
+                or layout.n_cols % 16 == 0 and outer % 16 == 0 and inner % 16 == 0):
+            return 1
+        if plan.variant == "tile" and (plan.block_m == 1 or plan.tail_n
+                                       or layout.n_cols + vec - 1 > plan.block_n):
+            return 1
+        return vec
 
     def tile_elems(self, itemsize: int) -> int:
         """Most elements one program may hold on chip in one iteration (a power of two)."""
@@ -82,7 +118,8 @@ class Backend:
         """
         # A power of two (a tl.arange size), though a row with a tail block is not.
         rows = 1 << max(0, (self.rows_tile_elems(itemsize) // block_n).bit_length() - 1)
-        per_block = triton.next_power_of_2(triton.cdiv(n_rows, n_cores * self.row_blocks_per_core))
+        blocks = n_cores * self.row_blocks(block_n, itemsize)
+        per_block = triton.next_power_of_2(triton.cdiv(n_rows, blocks))
         return min(rows, per_block)
 
     def core_count(self, device_index: int) -> int:

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 import triton
 
 from .. import _compat
+from ..layout import RowLayout
 from .base import Backend
 
 if TYPE_CHECKING:
@@ -27,10 +28,6 @@ MAX_HALF_CHUNK_COLS = 5 * 16384
 class CudaBackend(Backend):
     """Tiles live in registers; the grid is as many programs as the SMs keep resident."""
 
-    #: Several programs share an SM, so short rows are cut into at least 4 row blocks per SM
-    #: (measured through the API on the H100, 2026-11-22: 4096x128 fp32 512 -> 683 GB/s,
-    #: 4096x256 923 -> 1074, 1000x300 325 -> 369, against torch's 636, 975 and 347).
-    row_blocks_per_core = 4
     #: Tail blocks for 2-byte rows of more than 4096 elements (``tail_block``).
     tail_from = 4097
     #: The looped kernels' first read of a row keeps its lines in L2, the second lets them go.
@@ -45,11 +42,45 @@ class CudaBackend(Backend):
     #: bf16 2486 -> 2660; 4096x65536 bf16 2651 -> 2838; rows that fit a block gain 0-1%.
     output_cache = ".cs"
 
-    def __init__(self, name: str = "cuda", arch: str | int = 0) -> None:
+    def __init__(self, name: str = "cuda", arch: str | int = 0,
+                 unaligned_rows: bool = False) -> None:
         self.name = name
+        self.arch = arch
         # Hopper (sm_90) and later, through upstream Triton's launch_pdl option.
         self.dependent_launch = (name == "cuda" and _compat.HAS_DEPENDENT_LAUNCH
                                  and str(arch).isdigit() and int(arch) >= 90)
+        #: Rows that Triton cannot prove 16-byte aligned (``for_layout``).
+        self.unaligned_rows = unaligned_rows
+
+    def for_layout(self, layout: RowLayout) -> CudaBackend:
+        outer, inner, col = layout.x_strides
+        unaligned = col != 1 or any(v % 16 for v in (layout.n_cols, outer, inner))
+        if unaligned == self.unaligned_rows:
+            return self
+        return CudaBackend(self.name, self.arch, unaligned)
+
+    def row_blocks(self, block_n: int, itemsize: int) -> int:
+        # Several programs share an SM, so short rows are cut into at least 4 row blocks per
+        # SM (through the API on the H100, 2026-11-22: 4096x128 fp32 512 -> 683 GB/s, 4096x256
+        # 923 -> 1074, 1000x300 325 -> 369, against torch's 636, 975 and 347), and into 16,
+        # smaller tiles, where a row moves fewer bytes per load: rows that are not 16-byte
+        # aligned, and 2-byte rows of 512+ elements. Through the API on the H100 (2026-11-23,
+        # docs/tuning.md), with windows: fp32 8192x200 1089 -> 1313, 8192x333 1381 -> 1582;
+        # bf16 8192x200 520 -> 785, 4096x768 1237 -> 1375, 16384x512 1808 -> 1971. Aligned
+        # float32 rows lose with 16 (65536x64 2110 -> 2056), bf16 4096x128 392 -> 345.
+        if self.unaligned_rows or (itemsize == 2 and block_n >= 512):
+            return 16
+        return 4
+
+    def windows(self, plan: Plan, itemsize: int) -> bool:
+        # Tiles of rows of up to 1024 elements, and online rows. Through the API on the H100
+        # (2026-11-23, docs/tuning.md): fp32 4096x1000 1977 -> 2081 GB/s. With whole-vector
+        # stores, in a lab copy of the online kernel: fp32 4096x50257 2489 -> 2919, bf16
+        # 1862 -> 2118 (1345 with neither). Tiles of 2048-element rows lost (fp32 4096x1500
+        # 2169 -> 1645), and so did the split kernels (bf16 8x50257 203 -> 143).
+        if plan.variant == "tile":
+            return itemsize <= 4 and plan.block_n <= 1024
+        return plan.variant == "online" and itemsize <= 4
 
     # Sizes below come from scripts/tune.py on an H100 (2026-11-22): a row of up to 32768
     # elements held in registers by one program (32 warps from 32768) runs at 95-99% of the

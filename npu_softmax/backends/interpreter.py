@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .base import Backend
+
+if TYPE_CHECKING:
+    from ..launcher import Plan
 
 
 class InterpreterBackend(Backend):
@@ -15,6 +18,10 @@ class InterpreterBackend(Backend):
     programs = 4
     #: Tail blocks wherever they save lanes, so the tests run both forms of the tile kernels.
     tail_from = 1
+
+    def windows(self, plan: Plan, itemsize: int) -> bool:
+        # Wherever they apply, so the tests run the aligned-window form of every kernel.
+        return True
 
     def tile_elems(self, itemsize: int) -> int:
         return 1 << 15

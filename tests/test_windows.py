@@ -1,0 +1,162 @@
+"""Rows that do not start on a 16-byte boundary, which the tile and looped kernels may read
+through aligned windows (``Backend.window_vec``): which plans take one, and the answers on
+misaligned tensors, views and outputs, with NaN/inf in the lanes a window shares with the
+neighbouring rows."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+import torch
+from _ref import assert_softmax_close, reference
+
+import npu_softmax
+from npu_softmax import launcher
+from npu_softmax.backends import AscendBackend, CudaBackend, InterpreterBackend
+from npu_softmax.layout import row_layout
+
+#: (dtype, elements of 16 bytes).
+VECS = [(torch.float32, 4), (torch.bfloat16, 8), (torch.float16, 8)]
+
+
+def _vec(be: object, shape: tuple[int, int], itemsize: int, strides: tuple[int, int] | None = None,
+         variant: str | None = None, cores: int = 132) -> tuple[launcher.Plan, int]:
+    """The plan and ``VEC`` that ``be`` gives a softmax over the last dim of ``shape``."""
+    strides = strides or (shape[1], 1)
+    layout = row_layout(shape, 1, strides, (shape[1], 1))
+    p = launcher.plan(layout, itemsize, cores, be, variant)
+    return p, be.for_layout(layout).window_vec(layout, p, itemsize)
+
+
+@pytest.mark.parametrize("dtype,vec", VECS)
+def test_cuda_windows_short_misaligned_tiles_and_online_rows(dtype: torch.dtype,
+                                                             vec: int) -> None:
+    be = CudaBackend("cuda", 90)
+    size = dtype.itemsize
+    p, got = _vec(be, (8192, 333), size)
+    assert (p.variant, got) == ("tile", vec) and p.block_m > 1
+    # 16-divisible rows load as vectors already; strided rows cannot use a window.
+    assert _vec(be, (8192, 336), size)[1] == 1
+    assert _vec(be, (8192, 333), size, strides=(1, 8192))[1] == 1
+    # One row per block (the row kernel takes no window), and tiles of longer rows.
+    p, got = _vec(be, (200, 3001), size)
+    assert p.block_m == 1 and got == 1
+    p, got = _vec(be, (4096, 1500), size)
+    assert p.block_m > 1 and p.block_n == 2048 and got == 1
+    # Online rows; the split kernels never (they ran slower through windows on the H100).
+    p, got = _vec(be, (4096, 50257), size)
+    assert p.variant == "online" and got == vec
+    assert _vec(be, (4096, 50257), size, strides=(1, 4096))[1] == 1
+    p, got = _vec(be, (8, 50257), size)
+    assert p.variant == "split" and got == 1
+
+
+def test_windows_off_on_ascend_on_wherever_they_apply_under_the_interpreter() -> None:
+    for variant in ("tile", "online", "split"):
+        assert _vec(AscendBackend("Ascend910B3"), (64, 3001), 2, variant=variant)[1] == 1
+        # 3500 columns: a tile with no tail block (3001 would be 2048 + 1024).
+        assert _vec(InterpreterBackend(), (64, 3500), 4, variant=variant, cores=4)[1] == 4
+    assert _vec(InterpreterBackend(), (64, 3001), 4, variant="tile", cores=4)[1] == 1
+    # Chunks shorter than a vector: rows of 2 float32 or 3 bfloat16 elements (blocks of 2, 4).
+    assert _vec(InterpreterBackend(), (64, 2), 4, variant="online", cores=4)[1] == 1
+    assert _vec(InterpreterBackend(), (64, 3), 2, variant="online", cores=4)[1] == 1
+    assert _vec(InterpreterBackend(), (64, 3), 4, variant="online", cores=4)[1] == 4
+    # Float64 rows have windows of two elements.
+    assert _vec(InterpreterBackend(), (64, 3001), 8, variant="online", cores=4)[1] == 2
+
+
+@pytest.mark.parametrize("variant", [None, "tile", "online", "split"])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16])
+@pytest.mark.parametrize("cols", [333, 3500])
+def test_misaligned_tensors_views_and_outputs(kernel_device: str, variant: str | None,
+                                              dtype: torch.dtype, cols: int) -> None:
+    """Inputs and outputs starting anywhere in a 16-byte block, a column slice (rows of another
+    row stride), and in place, each into a NaN-poisoned output."""
+    rows = 19
+    flat = (torch.randn(rows * cols + 16, device=kernel_device) * 4).to(dtype)
+    buf = torch.empty(rows * cols + 16, dtype=dtype, device=kernel_device)
+    for x_off, y_off in ((0, 0), (1, 1), (5, 1), (1, 0), (3, 5), (7, 2)):
+        x = flat[x_off:x_off + rows * cols].view(rows, cols)
+        out = buf[y_off:y_off + rows * cols].view(rows, cols).fill_(float("nan"))
+        npu_softmax.softmax(x, -1, variant=variant, out=out)
+        assert_softmax_close(out, reference(x, -1), f"offsets {x_off}, {y_off}")
+    wide = (torch.randn(rows, cols + 9, device=kernel_device) * 4).to(dtype)
+    x = wide[:, 3:cols + 3]
+    assert_softmax_close(npu_softmax.softmax(x, -1, variant=variant), reference(x, -1))
+    ref = reference(x, -1)
+    beside = wide[:, :3].clone(), wide[:, cols + 3:].clone()
+    npu_softmax.softmax_(x, -1, variant=variant)
+    assert_softmax_close(x, ref)
+    # The columns beside the slice, which the windows cover, are left as they were.
+    assert torch.equal(wide[:, :3], beside[0]) and torch.equal(wide[:, cols + 3:], beside[1])
+
+
+@pytest.mark.parametrize("variant", [None, "tile", "online", "split"])
+@pytest.mark.parametrize("cols", [333, 781, 2500])
+def test_neighbour_nan_and_inf_stay_out_of_a_row(kernel_device: str, variant: str | None,
+                                                 cols: int) -> None:
+    """A window loads the last elements of the row before and the first of the row after:
+    NaN and inf there must not reach this row's max or sum."""
+    x = torch.randn(12, cols, device=kernel_device) * 3
+    x[1, -1] = float("nan")
+    x[3, 0] = float("nan")
+    x[5, -2:] = float("inf")
+    x[7, :2] = float("-inf")
+    x[9, 0] = float("inf")
+    x[10, -1] = float("inf")
+    ref = reference(x, -1)
+    assert ref[2].isfinite().all() and ref[4].isfinite().all()
+    out = torch.full_like(x, float("nan"))
+    npu_softmax.softmax(x, -1, variant=variant, out=out)
+    assert_softmax_close(out, ref)
+
+
+#: Compiles the tile kernel for an sm_90 GPU (no GPU needed; pointers 16-byte aligned, the other
+#: arguments as the launcher passes a contiguous float row matrix) and prints the PTX's global
+#: load instructions; exits 3 where this Triton has no NVIDIA backend (triton-ascend). Run in
+#: its own process: Triton's interpreter, which the CPU suite runs under, cannot compile.
+_LOADS_OF_TILE = """
+import json, re, sys
+from triton.backends import backends
+if "nvidia" not in backends:
+    sys.exit(3)
+import triton
+from triton.backends.compiler import GPUTarget
+from triton.compiler import ASTSource
+from npu_softmax import kernels as K
+
+dtype, vec = sys.argv[1], int(sys.argv[2])
+fn = K.softmax_tile_kernel
+runtime = {"y_ptr": "*" + dtype, "x_ptr": "*" + dtype, "n_rows": "i32", "n_cols": "i32",
+           "n_inner": "i32", "x_outer_stride": "i32", "y_outer_stride": "i32", "scale": "fp32"}
+fixed = {"x_inner_stride": 0, "x_col_stride": 1, "y_inner_stride": 0, "y_col_stride": 1,
+         "BLOCK_M": 4, "BLOCK_N": 512, "TAIL_N": 0, "INDEX_64": False, "LOG": False,
+         "STORE_CACHE": "", "VEC": vec}
+signature = {n: runtime.get(n, "constexpr") for n in fn.arg_names}
+src = ASTSource(fn, signature, constexprs=fixed,
+                attrs={(0,): [["tt.divisibility", 16]], (1,): [["tt.divisibility", 16]]})
+ptx = triton.compile(src, target=GPUTarget("cuda", 90, 32),
+                     options={"num_warps": 4, "num_stages": 1}).asm["ptx"]
+print(json.dumps(sorted(set(re.findall(r"ld\\.global\\S*", ptx)))))
+"""
+
+
+@pytest.mark.parametrize("dtype,vec", [("fp32", 4), ("bf16", 8)])
+def test_windowed_tile_loads_are_16_byte_vectors(dtype: str, vec: int) -> None:
+    """On CUDA, rows of a length that is not a multiple of 16 load one element per instruction,
+    and as 16-byte vectors through windows: the point of them."""
+    loads = {}
+    for v in (1, vec):
+        done = subprocess.run([sys.executable, "-c", _LOADS_OF_TILE, dtype, str(v)],
+                              capture_output=True, text=True,
+                              env={**os.environ, "TRITON_INTERPRET": "0"})
+        if done.returncode == 3:
+            pytest.skip("this Triton has no NVIDIA backend")
+        assert done.returncode == 0, done.stderr[-2000:]
+        loads[v] = json.loads(done.stdout.splitlines()[-1])
+    assert loads[1] and not any(".v" in op for op in loads[1])
+    assert loads[vec] and all(".v4." in op for op in loads[vec])
