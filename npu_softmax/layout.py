@@ -18,6 +18,13 @@ class RowLayout:
     x_strides: tuple[int, int, int]
     y_strides: tuple[int, int, int]
 
+    def vector_rows(self) -> bool:
+        """Whether Triton can prove every input row 16-byte aligned, so it loads rows in 16-byte
+        vectors by itself: contiguous elements, and a row length and row strides divisible by
+        16 (the integer arguments it specialises on)."""
+        outer, inner, col = self.x_strides
+        return col == 1 and self.n_cols % 16 == 0 and outer % 16 == 0 and inner % 16 == 0
+
     def max_offset(self) -> int:
         """The largest element offset either tensor reaches (to choose 32- or 64-bit indexing)."""
         n_outer = self.n_rows // max(1, self.n_inner)

@@ -49,9 +49,7 @@ def _rows(lay: RowLayout) -> tuple:
 def _vecs(x: torch.Tensor, lay: RowLayout) -> tuple[int, ...]:
     """The kernels' ``VEC`` values worth timing: 1, and aligned windows where the rows are not
     16-byte aligned (``Backend.window_vec``)."""
-    vec = 16 // x.element_size()
-    aligned = lay.n_cols % 16 == 0 and all(s % 16 == 0 for s in lay.x_strides[:2])
-    return (1,) if aligned else (1, vec)
+    return (1,) if lay.vector_rows() else (1, 16 // x.element_size())
 
 
 def tile_configs(x: torch.Tensor, y: torch.Tensor, lay: RowLayout,

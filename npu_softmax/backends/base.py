@@ -75,10 +75,9 @@ class Backend:
         The row kernel never takes one.
         """
         vec = 16 // itemsize
-        outer, inner, col = layout.x_strides
-        if (vec < 2 or plan.block_n < vec or col != 1 or layout.y_strides[2] != 1
-                or not self.windows(plan, itemsize)
-                or layout.n_cols % 16 == 0 and outer % 16 == 0 and inner % 16 == 0):
+        if (vec < 2 or plan.block_n < vec or layout.vector_rows()
+                or layout.x_strides[2] != 1 or layout.y_strides[2] != 1
+                or not self.windows(plan, itemsize)):
             return 1
         if plan.variant == "tile" and (plan.block_m == 1 or plan.tail_n
                                        or layout.n_cols + vec - 1 > plan.block_n):

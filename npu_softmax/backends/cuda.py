@@ -53,8 +53,7 @@ class CudaBackend(Backend):
         self.unaligned_rows = unaligned_rows
 
     def for_layout(self, layout: RowLayout) -> CudaBackend:
-        outer, inner, col = layout.x_strides
-        unaligned = col != 1 or any(v % 16 for v in (layout.n_cols, outer, inner))
+        unaligned = not layout.vector_rows()
         if unaligned == self.unaligned_rows:
             return self
         return CudaBackend(self.name, self.arch, unaligned)
@@ -65,8 +64,8 @@ class CudaBackend(Backend):
         # 923 -> 1074, 1000x300 325 -> 369, against torch's 636, 975 and 347), and into 16,
         # smaller tiles, where a row moves fewer bytes per load: rows that are not 16-byte
         # aligned, and 2-byte rows of 512+ elements. Through the API on the H100 (2026-11-23,
-        # docs/tuning.md), with windows: fp32 8192x200 1089 -> 1313, 8192x333 1381 -> 1582;
-        # bf16 8192x200 520 -> 785, 4096x768 1237 -> 1375, 16384x512 1808 -> 1971. Aligned
+        # docs/tuning.md), with windows: fp32 8192x200 1021 -> 1330, 8192x333 1371 -> 1590;
+        # bf16 8192x200 486 -> 794, 4096x768 1143 -> 1281, 16384x512 1786 -> 1986. Aligned
         # float32 rows lose with 16 (65536x64 2110 -> 2056), bf16 4096x128 392 -> 345.
         if self.unaligned_rows or (itemsize == 2 and block_n >= 512):
             return 16
@@ -74,7 +73,7 @@ class CudaBackend(Backend):
 
     def windows(self, plan: Plan, itemsize: int) -> bool:
         # Tiles of rows of up to 1024 elements, and online rows. Through the API on the H100
-        # (2026-11-23, docs/tuning.md): fp32 4096x1000 1977 -> 2081 GB/s. With whole-vector
+        # (2026-11-23, docs/tuning.md): fp32 4096x1000 1958 -> 2067 GB/s. With whole-vector
         # stores, in a lab copy of the online kernel: fp32 4096x50257 2489 -> 2919, bf16
         # 1862 -> 2118 (1345 with neither). Tiles of 2048-element rows lost (fp32 4096x1500
         # 2169 -> 1645), and so did the split kernels (bf16 8x50257 203 -> 143).
