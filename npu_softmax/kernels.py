@@ -220,6 +220,8 @@ def _range_normalize(x_row, y_row, x_col_stride, y_col_stride, cols, lo, hi, shi
     base, lead, span = _range_window(x_row, x_col_stride, lo, hi, VEC)
     # Lane p of the window is y_start[p * y_col_stride].
     y_start = y_row + (lo - lead) * y_col_stride
+    # _store_chunks is called from two branches: the runtime test needs y's lead, which only a
+    # window has, and the casts that give it must not be traced where VEC is 1 (Ascend).
     if VEC > 1:
         y_win, y_lead, _ = _window(y_start, n, VEC)
         if y_lead == 0:
