@@ -21,7 +21,7 @@ import triton
 import npu_softmax
 from npu_softmax import eager, launcher
 from npu_softmax import kernels as K
-from npu_softmax.backends.base import head_tail
+from npu_softmax.backends.base import head_tail, window_fit
 from npu_softmax.backends.cuda import CudaBackend
 from npu_softmax.layout import RowLayout, row_layout
 from npu_softmax.timing import gbps, time_ms
@@ -46,10 +46,13 @@ def _rows(lay: RowLayout) -> tuple:
     return (lay.n_rows, lay.n_cols, lay.n_inner, *lay.x_strides)
 
 
-def _vecs(x: torch.Tensor, lay: RowLayout) -> tuple[int, ...]:
-    """The kernels' ``VEC`` values worth timing: 1, and aligned windows where the rows are not
-    16-byte aligned (``Backend.window_vec``)."""
-    return (1,) if lay.vector_rows() else (1, 16 // x.element_size())
+def _vecs(x: torch.Tensor, lay: RowLayout, variant: str, block_m: int, block_n: int,
+          tail_n: int = 0) -> tuple[int, ...]:
+    """The kernels' ``VEC`` values worth timing for one configuration: 1, and an aligned window
+    where one fits (``window_fit``)."""
+    p = launcher.Plan(variant, block_m, block_n, tail_n, 1, index_64=False)
+    vec = window_fit(lay, p, x.element_size())
+    return (1, vec) if vec > 1 else (1,)
 
 
 def tile_configs(x: torch.Tensor, y: torch.Tensor, lay: RowLayout,
@@ -61,33 +64,33 @@ def tile_configs(x: torch.Tensor, y: torch.Tensor, lay: RowLayout,
     m, n = x.shape
     full, tail = triton.next_power_of_2(n), head_tail(n)
     blocks = [(full, 0)] + ([(full // 2, tail)] if tail else [])
-    for (block_n, tail_n), elems, warps, stages, per_sm, vec in itertools.product(
-            blocks, (1024, 2048, 4096, 8192), (2, 4, 8, 16, 32), (1, 2), (1, 2, 4, 8, 16),
-            _vecs(x, lay)):
+    for (block_n, tail_n), elems, warps, stages, per_sm in itertools.product(
+            blocks, (1024, 2048, 4096, 8192), (2, 4, 8, 16, 32), (1, 2), (1, 2, 4, 8, 16)):
         block_m = max(1, elems // full)
         if block_m == 1 and elems > full:
             continue
-        if vec > 1 and (block_m == 1 or tail_n or n + vec - 1 > block_n):
-            continue
         grid = (min(sms * per_sm, triton.cdiv(m, block_m)),)
-        tile = {"BLOCK_M": block_m, "VEC": vec} if block_m > 1 else {}
         kernel = K.softmax_tile_kernel if block_m > 1 else K.softmax_row_kernel
+        for vec in _vecs(x, lay, "tile", block_m, block_n, tail_n):
+            tile = {"BLOCK_M": block_m, "VEC": vec} if block_m > 1 else {}
 
-        def run(kernel=kernel, grid=grid, tile=tile, block_n=block_n, tail_n=tail_n,
-                warps=warps, stages=stages) -> None:
-            kernel[grid](y, x, *_rows(lay), *lay.y_strides, 1.0, BLOCK_N=block_n,
-                         TAIL_N=tail_n, INDEX_64=False, LOG=False, STORE_CACHE=STORE,
-                         num_warps=warps, num_stages=stages, **tile)
-        yield (f"BLOCK_M={block_m} BLOCK_N={block_n}+{tail_n} warps={warps} stages={stages} "
-               f"programs/SM={per_sm} VEC={vec}", run)
+            def run(kernel=kernel, grid=grid, tile=tile, block_n=block_n, tail_n=tail_n,
+                    warps=warps, stages=stages) -> None:
+                kernel[grid](y, x, *_rows(lay), *lay.y_strides, 1.0, BLOCK_N=block_n,
+                             TAIL_N=tail_n, INDEX_64=False, LOG=False, STORE_CACHE=STORE,
+                             num_warps=warps, num_stages=stages, **tile)
+            yield (f"BLOCK_M={block_m} BLOCK_N={block_n}+{tail_n} warps={warps} "
+                   f"stages={stages} programs/SM={per_sm} VEC={vec}", run)
 
 
 def online_configs(x: torch.Tensor, y: torch.Tensor, lay: RowLayout,
                    sms: int) -> Iterator[tuple[str, Callable]]:
     """The looped kernel: chunk length, warps, stages, programs per SM (16: the launcher's
     waves for wide programs), L2 eviction policies of its two reads, aligned windows."""
+    # Chunks are far longer than a vector: windows fit all of them or none.
+    vecs = _vecs(x, lay, "online", 1, 8192)
     for block_n, warps, stages, per_sm, evict, vec in itertools.product(
-            (8192, 16384, 32768), (8, 16, 32), (1, 2), (1, 2, 16), (False, True), _vecs(x, lay)):
+            (8192, 16384, 32768), (8, 16, 32), (1, 2), (1, 2, 16), (False, True), vecs):
         if block_n // (warps * 32) > 64:  # more elements a thread than registers hold
             continue
         grid = (min(sms * per_sm, x.shape[0]),)
@@ -108,8 +111,9 @@ def split_configs(x: torch.Tensor, y: torch.Tensor, lay: RowLayout,
                   sms: int) -> Iterator[tuple[str, Callable]]:
     """The two split kernels: chunk length, warps, stages, splits per row, aligned windows."""
     m, n = x.shape
+    vecs = _vecs(x, lay, "split", 1, 2048)  # as in online_configs
     for block_n, warps, stages, splits, vec in itertools.product(
-            (2048, 4096), (8, 16), (1, 2), (32, 64, 128, 256), _vecs(x, lay)):
+            (2048, 4096), (8, 16), (1, 2), (32, 64, 128, 256), vecs):
         if triton.cdiv(n, block_n) < splits:
             continue
         cols = triton.cdiv(triton.cdiv(n, splits), block_n) * block_n

@@ -20,6 +20,26 @@ def head_tail(n_cols: int) -> int:
     return tail if tail < head else 0
 
 
+def window_fit(layout: RowLayout, plan: Plan, itemsize: int) -> int:
+    """The elements of 16 bytes where the kernels of ``plan`` can read the rows of ``layout``
+    (input elements of ``itemsize`` bytes) through aligned windows (``kernels``' module
+    docstring), 1 where they read rows as they are, on any target.
+
+    Windows need contiguous row elements (in the output too), and rows that Triton cannot
+    already prove 16-byte aligned (row length or a row stride not divisible by 16); a tile must
+    hold a row's window in its block, with no tail, and a chunk at least one vector. The row
+    kernel never takes one.
+    """
+    vec = 16 // itemsize
+    if (vec < 2 or plan.block_n < vec or layout.vector_rows()
+            or layout.x_strides[2] != 1 or layout.y_strides[2] != 1):
+        return 1
+    if plan.variant == "tile" and (plan.block_m == 1 or plan.tail_n
+                                   or layout.n_cols + vec - 1 > plan.block_n):
+        return 1
+    return vec
+
+
 class Backend:
     """Sizing rules of one target family. Subclasses override what differs."""
 
@@ -66,23 +86,8 @@ class Backend:
 
     def window_vec(self, layout: RowLayout, plan: Plan, itemsize: int) -> int:
         """The kernels' ``VEC`` for ``plan`` on rows of ``layout`` whose input elements take
-        ``itemsize`` bytes: the elements of 16 bytes where they read each row through an
-        aligned window (``kernels``' module docstring), 1 where they read rows as they are.
-
-        Windows need contiguous row elements (in the output too), and rows that Triton cannot
-        already prove 16-byte aligned (row length or a row stride not divisible by 16); a tile
-        must hold a row's window in its block, with no tail, and a chunk at least one vector.
-        The row kernel never takes one.
-        """
-        vec = 16 // itemsize
-        if (vec < 2 or plan.block_n < vec or layout.vector_rows()
-                or layout.x_strides[2] != 1 or layout.y_strides[2] != 1
-                or not self.windows(plan, itemsize)):
-            return 1
-        if plan.variant == "tile" and (plan.block_m == 1 or plan.tail_n
-                                       or layout.n_cols + vec - 1 > plan.block_n):
-            return 1
-        return vec
+        ``itemsize`` bytes: ``window_fit``'s where this target ``windows`` the plan, else 1."""
+        return window_fit(layout, plan, itemsize) if self.windows(plan, itemsize) else 1
 
     def tile_elems(self, itemsize: int) -> int:
         """Most elements one program may hold on chip in one iteration (a power of two)."""
