@@ -1,9 +1,11 @@
 """Per-target rules that need no device."""
 
 import pytest
+import triton
 
-from npu_softmax import _compat
+from npu_softmax import _compat, launcher
 from npu_softmax.backends import AscendBackend, CudaBackend, InterpreterBackend, for_target
+from npu_softmax.layout import RowLayout
 
 
 @pytest.mark.parametrize("name,arch,hopper_or_later", [
@@ -22,3 +24,24 @@ def test_no_dependent_launch_off_cuda() -> None:
     assert AscendBackend("Ascend910B3").dependent_launch is False
     assert InterpreterBackend().dependent_launch is False
     assert for_target("cpu", "none").dependent_launch is False
+
+
+@pytest.mark.parametrize("n_rows", [8192, 65536])
+@pytest.mark.parametrize("n_cols,most_rows", [(100, 8), (200, 4), (333, 2), (336, 8)])
+def test_cuda_tiles_of_unaligned_rows_hold_at_most_1024_elements(n_rows: int, n_cols: int,
+                                                                  most_rows: int) -> None:
+    """Rows that are not 16-byte aligned (not 336) go in tiles of at most 1024 elements on
+    CUDA; 2-byte tiles of such rows take 2 warps, other tiles more."""
+    be = CudaBackend("cuda", 90)
+    strides = (n_cols, 0, 1)
+    layout = RowLayout(n_rows, n_cols, 1, strides, strides)
+    for itemsize in (2, 4):
+        p = launcher.plan(layout, itemsize, 132, be)
+        assert p.variant == "tile" and p.block_n == triton.next_power_of_2(n_cols)
+        # 65536 rows leave each SM enough row blocks of the most rows; 8192 may take fewer.
+        assert p.block_m == most_rows if n_rows == 65536 else 1 < p.block_m <= most_rows
+        warps = be.for_layout(layout).options(p, itemsize)["num_warps"]
+        assert (warps == 2) == (itemsize == 2 and n_cols % 16 > 0)
+    # Fewer rows than cores: one row per block, whatever the alignment.
+    few = RowLayout(100, n_cols, 1, strides, strides)
+    assert launcher.plan(few, 4, 132, be).block_m == 1

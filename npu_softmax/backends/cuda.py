@@ -21,6 +21,14 @@ MAX_THREADS_PER_SM = 2048
 #: (2026-11-22, docs/tuning.md): 4096x8192 fp32 2738 -> 2825 GB/s, bf16 2573 -> 2701, 4096x32768
 #: fp32 2817 -> 2926; tiles of short rows gain nothing or lose, so they keep one wave.
 WIDE_PROGRAM_WAVES = 16
+#: Programs of fewer warps (tiles of short rows, a few thousand elements) are launched at least
+#: this many per SM, more than an SM keeps at once, so a grid of small work items is mostly one
+#: item per program. Through the API on the H100, two A/B runs (2026-11-23, fifth session,
+#: docs/tuning.md): 16384x512 fp32 2408-2689 -> 2491-2724 GB/s, bf16 1964-2275 -> 2032-2389;
+#: 4096x1024 fp32 2032 -> 2110-2123, bf16 1511 -> 1608 (first run); others level.
+MIN_PROGRAMS_PER_SM = 32
+#: Most elements of a tile of several rows that are not 16-byte aligned (4096 for aligned rows).
+UNALIGNED_TILE_ELEMS = 1024
 #: Longest 2-byte row the online kernel reads in chunks of 16384 rather than 32768 elements.
 MAX_HALF_CHUNK_COLS = 5 * 16384
 
@@ -77,8 +85,10 @@ class CudaBackend(Backend):
         # stores, in a lab copy of the online kernel: fp32 4096x50257 2489 -> 2919, bf16
         # 1862 -> 2118 (1345 with neither). Tiles of 2048-element rows lost (fp32 4096x1500
         # 2169 -> 1645), and so did the split kernels (bf16 8x50257 203 -> 143).
+        # 2-byte tiles read as they are: through the API on the H100 (2026-11-23, fifth
+        # session), with the tiles below, bf16 65536x333 1574 -> 1796 GB/s, 8192x333 870 -> 1052.
         if plan.variant == "tile":
-            return itemsize <= 4 and plan.block_n <= 1024
+            return itemsize == 4 and plan.block_n <= 1024
         return plan.variant == "online" and itemsize <= 4
 
     # Sizes below come from scripts/tune.py on an H100 (2026-11-22): a row of up to 32768
@@ -90,6 +100,16 @@ class CudaBackend(Backend):
 
     def rows_tile_elems(self, itemsize: int) -> int:
         return 4096
+
+    def rows_per_block(self, block_n: int, n_rows: int, n_cores: int, itemsize: int) -> int:
+        # Tiles of at most 1024 elements for rows that are not 16-byte aligned: through the API
+        # on the H100 (2026-11-23, fifth session, docs/tuning.md), fp32 65536x333 2007 -> 2522
+        # GB/s (8 rows of 512 lanes before, 2 now), 8192x100 868 -> 898; bf16 65536x333 1557
+        # -> 1574.
+        rows = super().rows_per_block(block_n, n_rows, n_cores, itemsize)
+        if self.unaligned_rows and block_n < UNALIGNED_TILE_ELEMS:
+            rows = min(rows, UNALIGNED_TILE_ELEMS // block_n)
+        return rows
 
     def chunk_elems(self, itemsize: int, variant: str, n_cols: int) -> int:
         if variant != "online":
@@ -116,8 +136,7 @@ class CudaBackend(Backend):
         # One stage: the persistent loop keeps enough rows in flight through occupancy instead.
         return {"num_warps": self._warps(plan, itemsize), "num_stages": 1}
 
-    @staticmethod
-    def _warps(plan: Plan, itemsize: int) -> int:
+    def _warps(self, plan: Plan, itemsize: int) -> int:
         # From a sweep of warps (4-32), waves and tails over rows of 256-32768 elements, M=4096,
         # float32/bfloat16/float16 (H100, 2026-11-22, docs/tuning.md). What sets the speed is how
         # many programs an SM keeps (registers) against how many bytes each has in flight.
@@ -137,6 +156,11 @@ class CudaBackend(Backend):
         warps = 4 if elems < 4096 else 8 if elems < 8192 else 16 if elems < 32768 else 32
         if block_m > 1 and itemsize >= 4 and elems <= 4096:
             warps = 4
+        # 2 warps for 2-byte tiles of unaligned rows: through the API on the H100 (2026-11-23,
+        # fifth session), bf16 65536x333 1796 -> 1920 GB/s, 8192x200 661 -> 803 (float32 lost:
+        # 65536x333 2549 -> 2342).
+        if block_m > 1 and itemsize == 2 and self.unaligned_rows and elems <= UNALIGNED_TILE_ELEMS:
+            warps = 2
         return warps
 
     def max_programs(self, kernel: Any, args: tuple, constexprs: dict[str, Any],
@@ -150,5 +174,6 @@ class CudaBackend(Backend):
                         MAX_THREADS_PER_SM // threads)
         if smem > 0:
             occupancy = min(occupancy, props["max_shared_mem"] // smem)
-        waves = WIDE_PROGRAM_WAVES if options["num_warps"] >= 16 else 1
-        return props["multiprocessor_count"] * max(1, occupancy) * waves
+        if options["num_warps"] >= 16:
+            return props["multiprocessor_count"] * max(1, occupancy) * WIDE_PROGRAM_WAVES
+        return props["multiprocessor_count"] * max(occupancy, MIN_PROGRAMS_PER_SM)
