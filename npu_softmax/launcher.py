@@ -156,17 +156,15 @@ _lock = threading.RLock()
 
 
 def _launch(key: tuple, kernel: Any, n_items: int, args: tuple, constexprs: dict[str, Any],
-            device_index: int, tile: tuple[Plan, int],
-            launch_options: dict[str, Any]) -> tuple[Any, int]:
+            device_index: int, options: dict[str, Any]) -> tuple[Any, int]:
     """Launch ``kernel`` through Triton over ``n_items`` work items on a persistent grid, with
-    the target's compile options for ``tile`` and ``launch_options``; return what the launch
-    returned (the compiled kernel, on GPUs) and the grid size.
+    ``options`` (compile and launch options); return what the launch returned (the compiled
+    kernel, on GPUs) and the grid size.
 
     The first call for a ``key`` sizes the grid (compiling on GPUs) and launches under a lock,
     so threads racing on a new key compile it once; later calls only read ``kernels``.
     """
     be = backend()
-    options = {**be.options(*tile), **launch_options}
     max_programs = kernels.get(key)
     if max_programs is None or isinstance(be, InterpreterBackend):
         # The interpreter patches triton.language globally while it runs: one launch at a time.
@@ -195,13 +193,13 @@ class _Step:
     """
 
     def __init__(self, kernel: Any, key: tuple, n_items: int, operands: tuple[int, ...],
-                 scalars: tuple, constexprs: dict[str, Any], tile: tuple[Plan, int],
+                 scalars: tuple, constexprs: dict[str, Any], options: dict[str, Any],
                  dependent: bool = False) -> None:
         self.kernel, self.key, self.n_items = kernel, key, n_items
         self.operands, self.scalars, self.constexprs = operands, scalars, constexprs
-        self.tile = tile  # (plan, itemsize), for the compile options
-        #: Launched as a programmatic dependent of the step before it (``dependent_launch``).
-        self.options = {"launch_pdl": True} if dependent else {}
+        #: The target's compile options for the plan and, for a programmatic dependent of the
+        #: step before it (``dependent_launch``), the launch option.
+        self.options = {**options, "launch_pdl": True} if dependent else options
         self.start: Callable[[tuple], bool] | None = None
 
     def __call__(self, tensors: tuple[torch.Tensor, ...], device_index: int) -> None:
@@ -209,7 +207,7 @@ class _Step:
             return
         args = [tensors[i] for i in self.operands]
         compiled, grid = _launch(self.key, self.kernel, self.n_items, (*args, *self.scalars),
-                                 self.constexprs, device_index, self.tile, self.options)
+                                 self.constexprs, device_index, self.options)
         if self.start is None and backend().name == "cuda" and not any(
                 t.data_ptr() & 15 for t in args):
             # The direct launcher takes every parameter in order, constexpr values included.
@@ -284,32 +282,33 @@ def prepare_softmax(x_dtype: torch.dtype, y_dtype: torch.dtype, device: torch.de
                     scale: float = 1.0) -> Launch:
     """The ``Launch`` of ``launch_softmax`` for inputs of ``x_dtype`` and outputs of ``y_dtype``
     on ``device`` laid out as ``layout``, without running it. Operands: ``(x, y)``."""
-    be = backend()
+    be = backend().for_layout(layout)
     device_index = device.index or 0
     itemsize = max(x_dtype.itemsize, y_dtype.itemsize)
     p = plan(layout, itemsize, core_count(device_index), be, variant)
     # Rows that are not 16-byte aligned may be read through aligned windows (not in the row
     # kernel, which takes no VEC).
     vec = be.window_vec(layout, p, x_dtype.itemsize)
-    key = (p, x_dtype, y_dtype, log, be.name, device.type, device_index, vec)
+    options = be.options(p, itemsize)
+    key = (p, x_dtype, y_dtype, log, be.name, device.type, device_index, vec,
+           *sorted(options.items()))
     rows = (layout.n_rows, layout.n_cols, layout.n_inner)
     flags = {"BLOCK_N": p.block_n, "INDEX_64": p.index_64, "LOG": log,
              "STORE_CACHE": be.output_cache}
     # The looped variants read a row twice: the target's L2 policies for the two reads.
     first, second = be.reread_eviction
-    tile = (p, itemsize)
     every_row = (*rows, *layout.x_strides, *layout.y_strides, scale)
     if p.variant == "tile" and p.block_m == 1:
         steps = (_Step(K.softmax_row_kernel, key, layout.n_rows, (1, 0), every_row,
-                       {**flags, "TAIL_N": p.tail_n}, tile),)
+                       {**flags, "TAIL_N": p.tail_n}, options),)
     elif p.variant == "tile":
         steps = (_Step(K.softmax_tile_kernel, key, triton.cdiv(layout.n_rows, p.block_m),
                        (1, 0), every_row,
-                       {**flags, "BLOCK_M": p.block_m, "TAIL_N": p.tail_n, "VEC": vec}, tile),)
+                       {**flags, "BLOCK_M": p.block_m, "TAIL_N": p.tail_n, "VEC": vec}, options),)
     elif p.variant == "online":
         steps = (_Step(K.softmax_online_kernel, key, layout.n_rows, (1, 0), every_row,
                        {**flags, "FIRST_EVICT": first, "SECOND_EVICT": second, "VEC": vec},
-                       tile),)
+                       options),)
     else:
         # Pass 1 writes each (row, split)'s max and sum into the scratch operand (index 2),
         # pass 2 combines them and normalises.
@@ -319,11 +318,11 @@ def prepare_softmax(x_dtype: torch.dtype, y_dtype: torch.dtype, device: torch.de
                  "PDL": be.dependent_launch, "VEC": vec}
         steps = (
             _Step(K.softmax_split_stats_kernel, key + ("stats",), n_items, (2, 0),
-                  (*rows, *layout.x_strides, cols, scale), {**split, "EVICT": first}, tile),
+                  (*rows, *layout.x_strides, cols, scale), {**split, "EVICT": first}, options),
             _Step(K.softmax_split_norm_kernel, key + ("norm",), n_items, (1, 2, 0),
                   (*rows, *layout.x_strides, *layout.y_strides, cols, scale),
                   {**split, "EVICT": second, "LOG": log, "STORE_CACHE": be.output_cache},
-                  tile, be.dependent_launch),
+                  options, be.dependent_launch),
         )
         return Launch(p, device, steps, (2 * n_items, _acc_dtype(y_dtype)))
     return Launch(p, device, steps)
@@ -338,40 +337,40 @@ def launch_softmax_backward(dy: torch.Tensor, y: torch.Tensor, dx: torch.Tensor,
     ``layout.x_strides`` address ``dy``; ``layout.y_strides`` address both ``y`` and ``dx``.
     The variant and tile come from the forward's ``plan``, for two input streams.
     """
-    be = backend()
+    be = backend().for_layout(layout)
     device_index = dy.device.index or 0
     itemsize = max(dy.element_size(), y.element_size(), dx.element_size())
     p = plan(layout, itemsize, core_count(device_index), be, variant, streams=2)
+    options = be.options(p, itemsize)
     key = (p, dy.dtype, y.dtype, dx.dtype, log, be.name, dy.device.type, device_index,
-           "backward")
+           "backward", *sorted(options.items()))
     rows = (layout.n_rows, layout.n_cols, layout.n_inner, *layout.x_strides, *layout.y_strides)
     flags = {"BLOCK_N": p.block_n, "INDEX_64": p.index_64, "LOG": log}
     # Kernels that write dx store with the target's cache modifier.
     writes = {**flags, "STORE_CACHE": be.output_cache}
     first, second = be.reread_eviction
-    tile = (p, itemsize)
     # Operands: (dy, y, dx) and, for the split variant, the partial sums' scratch (3).
     scratch = None
     if p.variant == "tile" and p.block_m == 1:
         steps = (_Step(KB.softmax_bwd_row_kernel, key, layout.n_rows, (2, 1, 0),
-                       (*rows, scale), writes, tile),)
+                       (*rows, scale), writes, options),)
     elif p.variant == "tile":
         steps = (_Step(KB.softmax_bwd_tile_kernel, key, triton.cdiv(layout.n_rows, p.block_m),
                        (2, 1, 0), (*rows, scale), {**writes, "BLOCK_M": p.block_m},
-                       tile),)
+                       options),)
     elif p.variant == "online":
         steps = (_Step(KB.softmax_bwd_online_kernel, key, layout.n_rows, (2, 1, 0),
                        (*rows, scale), {**writes, "FIRST_EVICT": first, "SECOND_EVICT": second},
-                       tile),)
+                       options),)
     else:
         n_items = layout.n_rows * p.n_splits
         cols = p.split_cols(layout.n_cols)
         split = {"N_SPLITS": p.n_splits, "PDL": be.dependent_launch}
         steps = (
             _Step(KB.softmax_bwd_split_dot_kernel, key + ("dot",), n_items, (3, 1, 0),
-                  (*rows, cols), {**flags, **split, "EVICT": first}, tile),
+                  (*rows, cols), {**flags, **split, "EVICT": first}, options),
             _Step(KB.softmax_bwd_split_grad_kernel, key + ("grad",), n_items, (2, 3, 1, 0),
-                  (*rows, cols, scale), {**writes, **split, "EVICT": second}, tile,
+                  (*rows, cols, scale), {**writes, **split, "EVICT": second}, options,
                   be.dependent_launch),
         )
         scratch = (n_items, _acc_dtype(y.dtype))

@@ -1,6 +1,7 @@
 """Per-target rules that need no device."""
 
 import pytest
+import torch
 import triton
 
 from npu_softmax import _compat, launcher
@@ -45,3 +46,23 @@ def test_cuda_tiles_of_unaligned_rows_hold_at_most_1024_elements(n_rows: int, n_
     # Fewer rows than cores: one row per block, whatever the alignment.
     few = RowLayout(100, n_cols, 1, strides, strides)
     assert launcher.plan(few, 4, 132, be).block_m == 1
+
+
+def test_launches_compile_with_the_options_of_their_rows(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A launch compiles with the options of the backend for its rows' layout (2 warps for
+    unaligned 2-byte tiles on CUDA), and its ``kernels`` key holds them, so a layout with
+    other options never shares its cached grid size. Planned for CUDA without a GPU: nothing
+    is launched."""
+    be = CudaBackend("cuda", 90)
+    monkeypatch.setattr(launcher, "backend", lambda: be)
+    monkeypatch.setattr(launcher, "core_count", lambda device_index: 132)
+    device = torch.device("cuda", 0)
+    for n_cols in (333, 336):
+        strides = (n_cols, 0, 1)
+        layout = RowLayout(65536, n_cols, 1, strides, strides)
+        launch = launcher.prepare_softmax(torch.bfloat16, torch.bfloat16, device, layout)
+        (step,) = launch.steps
+        expected = be.for_layout(layout).options(launch.plan, 2)
+        assert step.options == expected
+        assert (expected["num_warps"] == 2) == (n_cols == 333)
+        assert ("num_warps", expected["num_warps"]) in step.key
