@@ -28,21 +28,30 @@ def test_no_dependent_launch_off_cuda() -> None:
 
 
 @pytest.mark.parametrize("n_rows", [8192, 65536])
-@pytest.mark.parametrize("n_cols,most_rows", [(100, 8), (200, 4), (333, 2), (336, 8)])
-def test_cuda_tiles_of_unaligned_rows_hold_at_most_1024_elements(n_rows: int, n_cols: int,
-                                                                  most_rows: int) -> None:
-    """Rows that are not 16-byte aligned (not 336) go in tiles of at most 1024 elements on
-    CUDA; 2-byte tiles of such rows take 2 warps, other tiles more."""
+@pytest.mark.parametrize("n_cols,most_rows", [(100, {2: 8, 4: 8}), (200, {2: 4, 4: 4}),
+                                              (333, {2: 2, 4: 2}), (336, {2: 8, 4: 8}),
+                                              (777, {2: 4, 4: 2})])
+def test_cuda_tiles_of_unaligned_rows_are_small(n_rows: int, n_cols: int,
+                                                most_rows: dict[int, int]) -> None:
+    """Rows that are not 16-byte aligned (all but 336) go in tiles of at most 1024 elements on
+    CUDA, float32 rows of 1024-lane blocks two to a tile; 2-byte tiles of such rows take 2
+    warps, other tiles more, and read through windows only up to 128 lanes a row."""
     be = CudaBackend("cuda", 90)
     strides = (n_cols, 0, 1)
     layout = RowLayout(n_rows, n_cols, 1, strides, strides)
+    sibling = be.for_layout(layout)
     for itemsize in (2, 4):
         p = launcher.plan(layout, itemsize, 132, be)
         assert p.variant == "tile" and p.block_n == triton.next_power_of_2(n_cols)
         # 65536 rows leave each SM enough row blocks of the most rows; 8192 may take fewer.
-        assert p.block_m == most_rows if n_rows == 65536 else 1 < p.block_m <= most_rows
-        warps = be.for_layout(layout).options(p, itemsize)["num_warps"]
-        assert (warps == 2) == (itemsize == 2 and n_cols % 16 > 0)
+        most = most_rows[itemsize]
+        assert p.block_m == most if n_rows == 65536 else 1 < p.block_m <= most
+        elems = p.block_m * p.block_n
+        warps = sibling.options(p, itemsize)["num_warps"]
+        assert (warps == 2) == (itemsize == 2 and n_cols % 16 > 0 and elems <= 1024)
+        vec = sibling.window_vec(layout, p, itemsize)
+        windowed = n_cols % 16 > 0 and (itemsize == 4 or p.block_n <= 128)
+        assert vec == (16 // itemsize if windowed else 1)
     # Fewer rows than cores: one row per block, whatever the alignment.
     few = RowLayout(100, n_cols, 1, strides, strides)
     assert launcher.plan(few, 4, 132, be).block_m == 1

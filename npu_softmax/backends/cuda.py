@@ -85,10 +85,12 @@ class CudaBackend(Backend):
         # stores, in a lab copy of the online kernel: fp32 4096x50257 2489 -> 2919, bf16
         # 1862 -> 2118 (1345 with neither). Tiles of 2048-element rows lost (fp32 4096x1500
         # 2169 -> 1645), and so did the split kernels (bf16 8x50257 203 -> 143).
-        # 2-byte tiles read as they are: through the API on the H100 (2026-11-23, fifth
-        # session), with the tiles below, bf16 65536x333 1574 -> 1796 GB/s, 8192x333 870 -> 1052.
+        # 2-byte tiles only for rows of up to 128 elements: through the API on the H100
+        # (2026-11-23, fifth session, docs/tuning.md), with the tiles below, bf16 65536x100
+        # 1174 -> 1489 GB/s, 131072x50 942 -> 1151, but 65536x333 1904 -> 1673, 8192x333 1089
+        # -> 904, 8192x200 797 -> 756.
         if plan.variant == "tile":
-            return itemsize == 4 and plan.block_n <= 1024
+            return plan.block_n <= (1024 if itemsize == 4 else 128 if itemsize == 2 else 0)
         return plan.variant == "online" and itemsize <= 4
 
     # Sizes below come from scripts/tune.py on an H100 (2026-11-22): a row of up to 32768
@@ -102,13 +104,15 @@ class CudaBackend(Backend):
         return 4096
 
     def rows_per_block(self, block_n: int, n_rows: int, n_cores: int, itemsize: int) -> int:
-        # Tiles of at most 1024 elements for rows that are not 16-byte aligned: through the API
-        # on the H100 (2026-11-23, fifth session, docs/tuning.md), fp32 65536x333 2007 -> 2522
-        # GB/s (8 rows of 512 lanes before, 2 now), 8192x100 868 -> 898; bf16 65536x333 1557
-        # -> 1574.
+        # Tiles of at most 1024 elements for rows that are not 16-byte aligned, and float32 rows
+        # of 1024-lane blocks two to a tile: through the API on the H100 (2026-11-23, fifth
+        # session, docs/tuning.md), fp32 65536x333 2007 -> 2522 GB/s (8 rows of 512 lanes
+        # before, 2 now), 32768x777 2491 -> 2670 (4 rows before); bf16 65536x333 1557 -> 1574.
         rows = super().rows_per_block(block_n, n_rows, n_cores, itemsize)
         if self.unaligned_rows and block_n < UNALIGNED_TILE_ELEMS:
             rows = min(rows, UNALIGNED_TILE_ELEMS // block_n)
+        elif self.unaligned_rows and block_n == UNALIGNED_TILE_ELEMS and itemsize == 4:
+            rows = min(rows, 2)
         return rows
 
     def chunk_elems(self, itemsize: int, variant: str, n_cols: int) -> int:
