@@ -19,13 +19,13 @@ MAX_THREADS_PER_SM = 2048
 #: times over what the SMs hold at once; each still loops, but the hardware scheduler, not the
 #: fixed round-robin, then evens out the last rows. Measured through the API on the H100
 #: (2026-11-22, docs/tuning.md): 4096x8192 fp32 2738 -> 2825 GB/s, bf16 2573 -> 2701, 4096x32768
-#: fp32 2817 -> 2926; tiles of short rows gain nothing or lose, so they keep one wave.
+#: fp32 2817 -> 2926; tiles of short rows gained nothing from 16 waves (their grids: below).
 WIDE_PROGRAM_WAVES = 16
 #: Programs of fewer warps (tiles of short rows, a few thousand elements) are launched at least
 #: this many per SM, more than an SM keeps at once, so a grid of small work items is mostly one
 #: item per program. Through the API on the H100, two A/B runs (2026-11-23, fifth session,
 #: docs/tuning.md): 16384x512 fp32 2408-2689 -> 2491-2724 GB/s, bf16 1964-2275 -> 2032-2389;
-#: 4096x1024 fp32 2032 -> 2110-2123, bf16 1511 -> 1608 (first run); others level.
+#: 4096x1024 fp32 2032 -> 2110 and bf16 1511 -> 1608 in one run, level in the other.
 MIN_PROGRAMS_PER_SM = 32
 #: Most elements of a tile of several rows that are not 16-byte aligned (4096 for aligned rows).
 UNALIGNED_TILE_ELEMS = 1024
