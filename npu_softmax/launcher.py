@@ -4,8 +4,9 @@ many programs to launch, and the cache of compiled-kernel launch configurations.
 The target is resolved once per process from ``triton.runtime.driver.active`` ("npu" for
 triton-ascend, "cuda"/"hip" for upstream Triton, "cpu" when there is no driver or Triton runs its
 interpreter). ``kernels`` maps everything that changes a compiled binary (the ``Plan``: variant,
-tile sizes, 64-bit indexing; dtypes, target, device) to the number of programs that binary runs
-at once, so a new shape that maps to a known key neither compiles nor measures anything again.
+tile sizes, 64-bit indexing; dtypes, window width, the target's compile options for the rows'
+layout such as warps; target, device) to the number of programs to launch, so a new shape that
+maps to a known key neither compiles nor measures anything again.
 """
 
 from __future__ import annotations
