@@ -29,12 +29,15 @@ WIDE_PROGRAM_WAVES = 16
 MIN_PROGRAMS_PER_SM = 32
 #: Most elements of a tile of several rows that are not 16-byte aligned (4096 for aligned rows).
 UNALIGNED_TILE_ELEMS = 1024
+#: Widest block of a tile row read through aligned windows, by input element size (others: none).
+WINDOW_TILE_LANES = {4: 1024, 2: 128}
 #: Longest 2-byte row the online kernel reads in chunks of 16384 rather than 32768 elements.
 MAX_HALF_CHUNK_COLS = 5 * 16384
 
 
 class CudaBackend(Backend):
-    """Tiles live in registers; the grid is as many programs as the SMs keep resident."""
+    """Tiles live in registers; the grid is sized from how many programs the SMs keep
+    resident."""
 
     #: Tail blocks for 2-byte rows of more than 4096 elements (``tail_block``).
     tail_from = 4097
@@ -80,7 +83,7 @@ class CudaBackend(Backend):
         return 4
 
     def windows(self, plan: Plan, itemsize: int) -> bool:
-        # Tiles of rows of up to 1024 elements, and online rows. Through the API on the H100
+        # Tiles of float32 rows of up to 1024 elements, and online rows. Through the API on the H100
         # (2026-11-23, docs/tuning.md): fp32 4096x1000 1958 -> 2067 GB/s. With whole-vector
         # stores, in a lab copy of the online kernel: fp32 4096x50257 2489 -> 2919, bf16
         # 1862 -> 2118 (1345 with neither). Tiles of 2048-element rows lost (fp32 4096x1500
@@ -90,7 +93,7 @@ class CudaBackend(Backend):
         # 1174 -> 1489 GB/s, 131072x50 942 -> 1151, but 65536x333 1904 -> 1673, 8192x333 1089
         # -> 904, 8192x200 797 -> 756.
         if plan.variant == "tile":
-            return plan.block_n <= (1024 if itemsize == 4 else 128 if itemsize == 2 else 0)
+            return plan.block_n <= WINDOW_TILE_LANES.get(itemsize, 0)
         return plan.variant == "online" and itemsize <= 4
 
     # Sizes below come from scripts/tune.py on an H100 (2026-11-22): a row of up to 32768
