@@ -29,7 +29,10 @@ WIDE_PROGRAM_WAVES = 16
 MIN_PROGRAMS_PER_SM = 32
 #: Most elements of a tile of several rows that are not 16-byte aligned (4096 for aligned rows).
 UNALIGNED_TILE_ELEMS = 1024
-#: Widest block of a tile row read through aligned windows, by input element size (others: none).
+#: Most elements of a tile of such float32 rows of 512- and 1024-lane blocks (4 or 2 rows).
+UNALIGNED_FLOAT_TILE_ELEMS = 2048
+#: Widest block of a tile row read through aligned windows, by input element size (others: none;
+#: nor float32 rows of 512-lane blocks, ``CudaBackend.windows``).
 WINDOW_TILE_LANES = {4: 1024, 2: 128}
 #: Longest 2-byte row the online kernel reads in chunks of 16384 rather than 32768 elements.
 MAX_HALF_CHUNK_COLS = 5 * 16384
@@ -92,7 +95,12 @@ class CudaBackend(Backend):
         # (2026-11-23, fifth session, docs/tuning.md), with the tiles below, bf16 65536x100
         # 1174 -> 1489 GB/s, 131072x50 942 -> 1151, but 65536x333 1904 -> 1673, 8192x333 1089
         # -> 904, 8192x200 797 -> 756.
+        # Float32 tiles of four 512-lane rows lose with windows: through the API on the H100
+        # (2026-11-23, sixth session, docs/tuning.md), fp32 65536x333 2686 without against
+        # 2594 with, 16384x300 2323 against 2018.
         if plan.variant == "tile":
+            if itemsize == 4 and plan.block_n == 512:
+                return False
             return plan.block_n <= WINDOW_TILE_LANES.get(itemsize, 0)
         return plan.variant == "online" and itemsize <= 4
 
@@ -107,15 +115,19 @@ class CudaBackend(Backend):
         return 4096
 
     def rows_per_block(self, block_n: int, n_rows: int, n_cores: int, itemsize: int) -> int:
-        # Tiles of at most 1024 elements for rows that are not 16-byte aligned, and float32 rows
-        # of 1024-lane blocks two to a tile: through the API on the H100 (2026-11-23, fifth
-        # session, docs/tuning.md), fp32 65536x333 2007 -> 2522 GB/s (8 rows of 512 lanes
-        # before, 2 now), 32768x777 2491 -> 2670 (4 rows before); bf16 65536x333 1557 -> 1574.
+        # Tiles of at most 1024 elements for rows that are not 16-byte aligned, float32 rows of
+        # 512- and 1024-lane blocks at most 2048: through the API on the H100 (2026-11-23,
+        # docs/tuning.md), fifth session: fp32 65536x333 2007 -> 2522 GB/s (8 rows of 512 lanes
+        # before, 2), 32768x777 2491 -> 2670 (4 rows before); bf16 65536x333 1557 -> 1574;
+        # sixth session, four 512-lane rows without windows against two with, two runs:
+        # fp32 65536x333 2626 -> 2664 and 2547 -> 2592, 16384x300 2090 -> 2323 and
+        # 1982 -> 2051, 32768x500 2722 -> 2773 and 2546 -> 2631 (tiles of 2048 elements lost
+        # for 256-lane rows: 65536x200 2486 -> 2179).
         rows = super().rows_per_block(block_n, n_rows, n_cores, itemsize)
-        if self.unaligned_rows and block_n < UNALIGNED_TILE_ELEMS:
+        if self.unaligned_rows and itemsize == 4 and block_n in (512, 1024):
+            rows = min(rows, UNALIGNED_FLOAT_TILE_ELEMS // block_n)
+        elif self.unaligned_rows and block_n < UNALIGNED_TILE_ELEMS:
             rows = min(rows, UNALIGNED_TILE_ELEMS // block_n)
-        elif self.unaligned_rows and block_n == UNALIGNED_TILE_ELEMS and itemsize == 4:
-            rows = min(rows, 2)
         return rows
 
     def chunk_elems(self, itemsize: int, variant: str, n_cols: int) -> int:
