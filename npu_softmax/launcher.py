@@ -117,7 +117,7 @@ def plan(layout: RowLayout, itemsize: int, n_cores: int, be: Backend,
     tile and chunk budgets are shared between them.
     """
     return _plan(layout.n_rows, layout.n_cols, layout.max_offset(), itemsize, n_cores,
-                 be.for_layout(layout), variant, streams)
+                 be.for_layout(layout, streams), variant, streams)
 
 
 @functools.lru_cache(maxsize=4096)
@@ -338,7 +338,7 @@ def launch_softmax_backward(dy: torch.Tensor, y: torch.Tensor, dx: torch.Tensor,
     ``layout.x_strides`` address ``dy``; ``layout.y_strides`` address both ``y`` and ``dx``.
     The variant and tile come from the forward's ``plan``, for two input streams.
     """
-    be = backend().for_layout(layout)
+    be = backend().for_layout(layout, streams=2)
     device_index = dy.device.index or 0
     itemsize = max(dy.element_size(), y.element_size(), dx.element_size())
     p = plan(layout, itemsize, core_count(device_index), be, variant, streams=2)
@@ -404,7 +404,8 @@ def reachable_plans(be: Backend, itemsize: int, n_cores: int, col_stride: int = 
 
     ``plan()`` itself is run over a sweep of (n_rows, n_cols) shapes that reaches each
     of its branches: row lengths at and just past every power of two (every ``block_n``; past
-    it by each smaller power of two where the target takes tail blocks, every ``tail_n``), row
+    it by each smaller power of two where the target takes tail blocks, and by one less for
+    rows that are not 16-byte aligned, every ``tail_n``), row
     counts from 1 to past twice the cores (every ``n_splits``) and at each power of two times the
     cores (every ``block_m``). Strided views can set ``index_64`` for any tile, so every plan is
     returned with both index widths.
@@ -414,10 +415,12 @@ def reachable_plans(be: Backend, itemsize: int, n_cores: int, col_stride: int = 
                         *(be.chunk_elems(itemsize, kind, 2**40) for kind in ("online", "split")))
     max_cols = be.split_items_per_core * n_cores * longest_chunk
     # Past a power of two by one, and, where the target takes tail blocks, by every smaller
-    # power of two (each tail size).
+    # power of two (each tail size) and by one less than that (the same tail on an unaligned
+    # row).
     past = range(max_cols.bit_length()) if be.tail_from is not None else range(1)
     col_counts = sorted({c for k in range(max_cols.bit_length())
-                         for c in (1 << k, *((1 << k) + (1 << j) for j in past if j < k))})
+                         for c in (1 << k, *((1 << k) + (1 << j) - odd
+                                             for j in past if j < k for odd in (0, 1)))})
     row_counts = set(range(1, 2 * n_cores + 2))
     row_counts |= {n_cores << k for k in range(be.tile_elems(itemsize).bit_length() + 1)}
     found = set()

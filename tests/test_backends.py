@@ -29,19 +29,19 @@ def test_no_dependent_launch_off_cuda() -> None:
 
 @pytest.mark.parametrize("n_rows", [8192, 65536])
 @pytest.mark.parametrize("n_cols,most_rows", [(100, {2: 8, 4: 8}), (200, {2: 4, 4: 4}),
-                                              (333, {2: 2, 4: 4}), (336, {2: 8, 4: 8}),
+                                              (333, {4: 4}), (336, {2: 8, 4: 8}),
                                               (777, {2: 4, 4: 2})])
 def test_cuda_tiles_of_unaligned_rows_are_small(n_rows: int, n_cols: int,
                                                 most_rows: dict[int, int]) -> None:
     """Rows that are not 16-byte aligned (all but 336) go in tiles of at most 1024 elements on
     CUDA, float32 rows of 512- and 1024-lane blocks in tiles of at most 2048; 2-byte tiles of
     such rows take 2 warps, other tiles more, and read through windows only up to 128 lanes a
-    row (float32: all but 512-lane rows)."""
+    row (float32: all but 512-lane rows). (2-byte rows of 257-512 elements: the next test.)"""
     be = CudaBackend("cuda", 90)
     strides = (n_cols, 0, 1)
     layout = RowLayout(n_rows, n_cols, 1, strides, strides)
     sibling = be.for_layout(layout)
-    for itemsize in (2, 4):
+    for itemsize in most_rows:
         p = launcher.plan(layout, itemsize, 132, be)
         assert p.variant == "tile" and p.block_n == triton.next_power_of_2(n_cols)
         # 65536 rows leave each SM enough row blocks of the most rows; 8192 may take fewer.
@@ -58,6 +58,40 @@ def test_cuda_tiles_of_unaligned_rows_are_small(n_rows: int, n_cols: int,
     assert launcher.plan(few, 4, 132, be).block_m == 1
 
 
+@pytest.mark.parametrize("n_cols,tail", [(257, 1), (300, 64), (333, 128), (500, 0)])
+def test_cuda_unaligned_2_byte_rows_of_257_to_512_go_one_to_a_one_warp_program(
+        n_cols: int, tail: int) -> None:
+    """Such rows run the row kernel with one warp in the forward, as a head of 256 and a tail
+    where that takes fewer lanes than a block of 512; the backward (two streams), float32 and
+    aligned rows keep tiles of several."""
+    be = CudaBackend("cuda", 90)
+    strides = (n_cols, 0, 1)
+    layout = RowLayout(65536, n_cols, 1, strides, strides)
+    p = launcher.plan(layout, 2, 132, be)
+    assert (p.variant, p.block_m, p.tail_n) == ("tile", 1, tail)
+    assert p.block_n == (256 if tail else 512)
+    assert be.for_layout(layout).options(p, 2)["num_warps"] == 1
+    backward = launcher.plan(layout, 2, 132, be, streams=2)
+    assert backward.block_m > 1
+    assert be.for_layout(layout, streams=2).options(backward, 2)["num_warps"] == 2
+    assert launcher.plan(layout, 4, 132, be).block_m > 1
+    aligned = RowLayout(65536, 336, 1, (336, 0, 1), (336, 0, 1))
+    assert launcher.plan(aligned, 2, 132, be).block_m > 1
+
+
+def test_cuda_grids_of_one_warp_programs_fill_their_sms(monkeypatch: pytest.MonkeyPatch) -> None:
+    """At least 64 one-warp programs per SM (all an SM keeps), 32 of wider ones, even where
+    registers allow fewer; planned without a GPU."""
+    props = {"multiprocessor_count": 132, "max_num_regs": 65536, "max_shared_mem": 232448,
+             "warpSize": 32}
+    monkeypatch.setattr(_compat, "device_properties", lambda index: props)
+    # 128 registers a thread: 16 one-warp programs an SM, 8 of two warps.
+    monkeypatch.setattr(_compat, "compile_for_occupancy", lambda *args: (128, 0))
+    be = CudaBackend("cuda", 90)
+    assert be.max_programs(None, (), {}, {"num_warps": 1}, 0) == 132 * 64
+    assert be.max_programs(None, (), {}, {"num_warps": 2}, 0) == 132 * 32
+
+
 def test_launches_compile_with_the_options_of_their_rows(monkeypatch: pytest.MonkeyPatch) -> None:
     """A launch compiles with the options of the backend for its rows' layout (2 warps for
     unaligned 2-byte tiles on CUDA), and its ``kernels`` key holds them, so a layout with
@@ -67,12 +101,12 @@ def test_launches_compile_with_the_options_of_their_rows(monkeypatch: pytest.Mon
     monkeypatch.setattr(launcher, "backend", lambda: be)
     monkeypatch.setattr(launcher, "core_count", lambda device_index: 132)
     device = torch.device("cuda", 0)
-    for n_cols in (333, 336):
+    for n_cols in (200, 208):
         strides = (n_cols, 0, 1)
         layout = RowLayout(65536, n_cols, 1, strides, strides)
         launch = launcher.prepare_softmax(torch.bfloat16, torch.bfloat16, device, layout)
         (step,) = launch.steps
         expected = be.for_layout(layout).options(launch.plan, 2)
         assert step.options == expected
-        assert (expected["num_warps"] == 2) == (n_cols == 333)
+        assert (expected["num_warps"] == 2) == (n_cols == 200)
         assert ("num_warps", expected["num_warps"]) in step.key

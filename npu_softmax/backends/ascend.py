@@ -68,7 +68,7 @@ class AscendBackend(Backend):
         self.multibuffer = multibuffer
         self.strided = strided  # rows whose elements are not contiguous
 
-    def for_layout(self, layout: RowLayout) -> AscendBackend:
+    def for_layout(self, layout: RowLayout, streams: int = 1) -> AscendBackend:
         strided = layout.x_strides[2] != 1 or layout.y_strides[2] != 1
         if strided == self.strided or self.arch.startswith(STRIDED_LIKE_CONTIGUOUS):
             return self

@@ -69,8 +69,10 @@ class Backend:
     def __hash__(self) -> int:
         return hash((type(self), *sorted(vars(self).items())))
 
-    def for_layout(self, layout: RowLayout) -> Backend:
-        """The sizing rules for rows laid out as ``layout`` (the same for every layout here)."""
+    def for_layout(self, layout: RowLayout, streams: int = 1) -> Backend:
+        """The sizing rules for rows laid out as ``layout``, read by kernels that take
+        ``streams`` tensors per element (2: the backward's ``y`` and ``dy``); the same for every
+        layout here."""
         return self
 
     def row_blocks(self, block_n: int, itemsize: int) -> int:

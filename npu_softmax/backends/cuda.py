@@ -8,7 +8,7 @@ import triton
 
 from .. import _compat
 from ..layout import RowLayout
-from .base import Backend
+from .base import Backend, head_tail
 
 if TYPE_CHECKING:
     from ..launcher import Plan
@@ -27,6 +27,10 @@ WIDE_PROGRAM_WAVES = 16
 #: docs/tuning.md): 16384x512 fp32 2408-2689 -> 2491-2724 GB/s, bf16 1964-2275 -> 2032-2389;
 #: 4096x1024 fp32 2032 -> 2110 and bf16 1511 -> 1608 in one run, level in the other.
 MIN_PROGRAMS_PER_SM = 32
+#: ... and programs of one warp (2-byte rows of 257-512 elements that are not 16-byte aligned,
+#: one a program) at least this many, as many as an SM keeps: through the API on the H100
+#: (2026-11-23, sixth session, docs/tuning.md), bf16 65536x333 2013 -> 2177 GB/s against 32.
+MIN_ONE_WARP_PROGRAMS_PER_SM = 64
 #: Most elements of a tile of several rows that are not 16-byte aligned (4096 for aligned rows).
 UNALIGNED_TILE_ELEMS = 1024
 #: Most elements of a tile of such float32 rows of 512- and 1024-lane blocks (4 or 2 rows).
@@ -34,6 +38,9 @@ UNALIGNED_FLOAT_TILE_ELEMS = 2048
 #: Widest block of a tile row read through aligned windows, by input element size (others: none;
 #: nor float32 rows of 512-lane blocks, ``CudaBackend.windows``).
 WINDOW_TILE_LANES = {4: 1024, 2: 128}
+#: Lanes of the 2-byte rows that are not 16-byte aligned which the forward runs one to a program,
+#: with one warp: more than 256 and at most 512 (head and tail included).
+ONE_WARP_ROW_LANES = (257, 512)
 #: Longest 2-byte row the online kernel reads in chunks of 16384 rather than 32768 elements.
 MAX_HALF_CHUNK_COLS = 5 * 16384
 
@@ -57,7 +64,7 @@ class CudaBackend(Backend):
     output_cache = ".cs"
 
     def __init__(self, name: str = "cuda", arch: str | int = 0,
-                 unaligned_rows: bool = False) -> None:
+                 unaligned_rows: bool = False, streams: int = 1) -> None:
         self.name = name
         self.arch = arch
         # Hopper (sm_90) and later, through upstream Triton's launch_pdl option.
@@ -65,12 +72,14 @@ class CudaBackend(Backend):
                                  and str(arch).isdigit() and int(arch) >= 90)
         #: Rows that Triton cannot prove 16-byte aligned (``for_layout``).
         self.unaligned_rows = unaligned_rows
+        #: Tensors the kernels read per element (``for_layout``).
+        self.streams = streams
 
-    def for_layout(self, layout: RowLayout) -> CudaBackend:
+    def for_layout(self, layout: RowLayout, streams: int = 1) -> CudaBackend:
         unaligned = not layout.vector_rows()
-        if unaligned == self.unaligned_rows:
+        if (unaligned, streams) == (self.unaligned_rows, self.streams):
             return self
-        return CudaBackend(self.name, self.arch, unaligned)
+        return CudaBackend(self.name, self.arch, unaligned, streams)
 
     def row_blocks(self, block_n: int, itemsize: int) -> int:
         # Several programs share an SM, so short rows are cut into at least 4 row blocks per
@@ -123,6 +132,8 @@ class CudaBackend(Backend):
         # fp32 65536x333 2626 -> 2664 and 2547 -> 2592, 16384x300 2090 -> 2323 and
         # 1982 -> 2051, 32768x500 2722 -> 2773 and 2546 -> 2631 (tiles of 2048 elements lost
         # for 256-lane rows: 65536x200 2486 -> 2179).
+        if self._one_warp_row(block_n, itemsize):
+            return 1
         rows = super().rows_per_block(block_n, n_rows, n_cores, itemsize)
         if self.unaligned_rows and itemsize == 4 and block_n in (512, 1024):
             rows = min(rows, UNALIGNED_FLOAT_TILE_ELEMS // block_n)
@@ -148,8 +159,24 @@ class CudaBackend(Backend):
         # API on the H100 (2026-11-22, docs/tuning.md), rows of 4096 bf16: 8448-10240 columns
         # 77-87% of the copy roof as one block, 88-92% as head and tail; 18432 and 20480
         # 69-74% against 82-87%. Larger tails, float32 rows and heads under 4096 lose.
+        # Unaligned 2-byte rows of 257-512 elements, one to a program, take any tail that
+        # saves lanes (333: 256 + 128), measured with them below.
+        if self._one_warp_row(triton.next_power_of_2(n_cols), itemsize):
+            return head_tail(n_cols)
         tail = super().tail_block(n_cols, itemsize)
         return tail if itemsize == 2 and tail <= triton.next_power_of_2(n_cols) // 8 else 0
+
+    def _one_warp_row(self, lanes: int, itemsize: int) -> bool:
+        # 2-byte rows that are not 16-byte aligned, of 257-512 elements (``lanes``: their block,
+        # head and tail included), go one to a program with one warp, at least 64 programs an
+        # SM, in the forward. Through the API on the H100 (2026-11-23, sixth session,
+        # docs/tuning.md), against two rows a tile with 2 warps: bf16 65536x333 1935 -> 2177
+        # GB/s, 131072x300 1895 -> 2271, 16384x300 1353 -> 1484, 32768x500 2071 -> 2158, 8192x333
+        # 1066 -> 1086, 4096x333 735 -> 722 (a 3 MB tensor). The backward (two streams) lost on
+        # small tensors (8192x333 364 -> 205, 4096x333 294 -> 171) and keeps its tiles.
+        low, high = ONE_WARP_ROW_LANES
+        return (self.streams == 1 and self.unaligned_rows and itemsize == 2
+                and low <= lanes <= high)
 
     def options(self, plan: Plan, itemsize: int) -> dict[str, Any]:
         # One stage: the persistent loop keeps enough rows in flight through occupancy instead.
@@ -160,6 +187,9 @@ class CudaBackend(Backend):
         # float32/bfloat16/float16 (H100, 2026-11-22, docs/tuning.md). What sets the speed is how
         # many programs an SM keeps (registers) against how many bytes each has in flight.
         block_m, block_n, tail_n = plan.block_m, plan.block_n, plan.tail_n
+        if plan.variant == "tile" and block_m == 1 and self._one_warp_row(block_n + tail_n,
+                                                                           itemsize):
+            return 1
         if plan.variant == "tile" and block_m == 1 and block_n >= 4096:
             if itemsize >= 4:
                 # 16 elements a thread: 16384 with 16 warps needs 72 registers, one program an
@@ -195,4 +225,5 @@ class CudaBackend(Backend):
             occupancy = min(occupancy, props["max_shared_mem"] // smem)
         if options["num_warps"] >= 16:
             return props["multiprocessor_count"] * max(1, occupancy) * WIDE_PROGRAM_WAVES
-        return props["multiprocessor_count"] * max(occupancy, MIN_PROGRAMS_PER_SM)
+        floor = MIN_ONE_WARP_PROGRAMS_PER_SM if options["num_warps"] == 1 else MIN_PROGRAMS_PER_SM
+        return props["multiprocessor_count"] * max(occupancy, floor)
