@@ -110,3 +110,26 @@ def test_launches_compile_with_the_options_of_their_rows(monkeypatch: pytest.Mon
         assert step.options == expected
         assert (expected["num_warps"] == 2) == (n_cols == 200)
         assert ("num_warps", expected["num_warps"]) in step.key
+
+
+@pytest.mark.parametrize("n_cols,itemsize,lanes", [
+    (50257, 4, 4096), (65536, 4, 4096), (151936, 2, 8192), (65536, 2, 4096),
+    (200000, 2, 8192), (50257, 2, 0)])
+def test_cuda_online_first_pass_keeps_a_max_and_sum_per_vector_lane(
+        n_cols: int, itemsize: int, lanes: int) -> None:
+    """The online kernel keeps one running max and sum per element of the program's vector
+    load (32 warps x 4 float32, 16 or 32 warps x 8 bfloat16), except on 2-byte rows read
+    through windows; rows that fit a tile, and the split kernels, take none."""
+    be = CudaBackend("cuda", 90)
+    strides = (n_cols, 0, 1)
+    layout = RowLayout(4096, n_cols, 1, strides, strides)
+    sibling = be.for_layout(layout)
+    p = launcher.plan(layout, itemsize, 132, be)
+    assert p.variant == "online"
+    assert sibling.stat_lanes(p, itemsize, sibling.window_vec(layout, p, itemsize)) == lanes
+    for short in (RowLayout(4096, 1000, 1, (1000, 0, 1), (1000, 0, 1)),
+                  RowLayout(8, n_cols, 1, strides, strides)):
+        other = launcher.plan(short, itemsize, 132, be)
+        assert other.variant in ("tile", "split")
+        assert sibling.stat_lanes(other, itemsize, 1) == 0
+    assert AscendBackend("Ascend910B3").stat_lanes(p, itemsize, 1) == 0

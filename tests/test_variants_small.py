@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import pytest
 import torch
+from _ref import assert_softmax_close, reference
 
-from npu_softmax import softmax
+from npu_softmax import eager, launcher, softmax
 
 pytestmark = pytest.mark.ascend_interp
 
@@ -36,3 +37,28 @@ def test_strided_view_and_inf_rows(kernel_device: str, variant: str) -> None:
     x[1, 3, 2] = float("inf")
     y = softmax(x, dim=1, variant=variant)
     torch.testing.assert_close(y.double(), torch.softmax(x.double(), 1), equal_nan=True)
+
+
+@pytest.mark.parametrize("lanes", [0, 1, 16, 512])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+@pytest.mark.parametrize("n_cols", [3000, 4096])
+def test_online_first_pass_with_any_running_maxima(kernel_device: str,
+                                                   monkeypatch: pytest.MonkeyPatch, lanes: int,
+                                                   dtype: torch.dtype, n_cols: int) -> None:
+    """The online kernel's first pass with one running max and sum, or one per lane of its
+    chunk (``Backend.stat_lanes``), on rows read through windows (3000) or not (4096), with
+    the row's max in a later chunk than a lane's, -inf, +inf and NaN entries, and a row of -inf
+    alone."""
+    monkeypatch.setattr(type(launcher.backend()), "stat_lanes",
+                        lambda self, plan, itemsize, vec: min(lanes, plan.block_n))
+    monkeypatch.setattr(eager, "_calls", {})
+    x = torch.randn(6, n_cols, dtype=torch.float32) * 3
+    x[0, -5] = 40.0  # far above the lanes' maxima of the chunks before it
+    x[1, :100] = float("-inf")
+    x[2] = float("-inf")
+    x[3, 7] = float("inf")
+    x[4, n_cols // 2] = float("nan")
+    x = x.to(dtype).to(kernel_device)
+    y = torch.full_like(x, float("nan"))
+    softmax(x, variant="online", out=y)
+    assert_softmax_close(y, reference(x, -1))

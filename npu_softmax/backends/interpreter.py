@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from .base import Backend
+from .base import Backend, stat_lanes_per_vector
 
 if TYPE_CHECKING:
     from ..launcher import Plan
@@ -22,6 +22,11 @@ class InterpreterBackend(Backend):
     def windows(self, plan: Plan, itemsize: int) -> bool:
         # Wherever they apply, so the tests run the aligned-window form of every kernel.
         return True
+
+    def stat_lanes(self, plan: Plan, itemsize: int, vec: int) -> int:
+        # CUDA's rule (``CudaBackend.stat_lanes``) on a 128-thread program, so the tests run
+        # both forms of the online kernel's first pass.
+        return stat_lanes_per_vector(plan, itemsize, vec, threads=128)
 
     def tile_elems(self, itemsize: int) -> int:
         return 1 << 15
