@@ -27,7 +27,7 @@ WIDE_PROGRAM_WAVES = 16
 #: docs/tuning.md): 16384x512 fp32 2408-2689 -> 2491-2724 GB/s, bf16 1964-2275 -> 2032-2389;
 #: 4096x1024 fp32 2032 -> 2110 and bf16 1511 -> 1608 in one run, level in the other.
 MIN_PROGRAMS_PER_SM = 32
-#: ... and programs of one warp (2-byte rows of 257-512 elements that are not 16-byte aligned,
+#: ... and programs of one warp (2-byte rows of 257-1024 elements that are not 16-byte aligned,
 #: one a program) at least this many, as many as an SM keeps: through the API on the H100
 #: (2026-11-23, sixth session, docs/tuning.md), bf16 65536x333 2013 -> 2177 GB/s against 32.
 MIN_ONE_WARP_PROGRAMS_PER_SM = 64
@@ -39,8 +39,8 @@ UNALIGNED_FLOAT_TILE_ELEMS = 2048
 #: nor float32 rows of 512-lane blocks, ``CudaBackend.windows``).
 WINDOW_TILE_LANES = {4: 1024, 2: 128}
 #: Lanes of the 2-byte rows that are not 16-byte aligned which the forward runs one to a program,
-#: with one warp: more than 256 and at most 512 (head and tail included).
-ONE_WARP_ROW_LANES = (257, 512)
+#: with one warp: more than 256 and at most 1024 (head and tail included).
+ONE_WARP_ROW_LANES = (257, 1024)
 #: Longest 2-byte row the online kernel reads in chunks of 16384 rather than 32768 elements.
 MAX_HALF_CHUNK_COLS = 5 * 16384
 
@@ -170,21 +170,26 @@ class CudaBackend(Backend):
         # API on the H100 (2026-11-22, docs/tuning.md), rows of 4096 bf16: 8448-10240 columns
         # 77-87% of the copy roof as one block, 88-92% as head and tail; 18432 and 20480
         # 69-74% against 82-87%. Larger tails, float32 rows and heads under 4096 lose.
-        # Unaligned 2-byte rows of 257-512 elements, one to a program, take any tail that
-        # saves lanes (333: 256 + 128), measured with them below.
+        # Unaligned 2-byte rows of 257-1024 elements, one to a program, take any tail that
+        # saves lanes (333: 256 + 128, 600: 512 + 128), measured with them below.
         if self._one_warp_row(triton.next_power_of_2(n_cols), itemsize):
             return head_tail(n_cols)
         tail = super().tail_block(n_cols, itemsize)
         return tail if itemsize == 2 and tail <= triton.next_power_of_2(n_cols) // 8 else 0
 
     def _one_warp_row(self, lanes: int, itemsize: int) -> bool:
-        # 2-byte rows that are not 16-byte aligned, of 257-512 elements (``lanes``: their block,
-        # head and tail included), go one to a program with one warp, at least 64 programs an
-        # SM, in the forward. Through the API on the H100 (2026-11-23, sixth session,
-        # docs/tuning.md), against two rows a tile with 2 warps: bf16 65536x333 1935 -> 2177
-        # GB/s, 131072x300 1895 -> 2271, 16384x300 1353 -> 1484, 32768x500 2071 -> 2158, 8192x333
-        # 1066 -> 1086, 4096x333 735 -> 722 (a 3 MB tensor). The backward (two streams) lost on
-        # small tensors (8192x333 364 -> 205, 4096x333 294 -> 171) and keeps its tiles.
+        # 2-byte rows that are not 16-byte aligned, of 257-1024 elements (``lanes``: their
+        # block, head and tail included), go one to a program with one warp, at least 64
+        # programs an SM, in the forward. Through the API on the H100 (docs/tuning.md), sixth
+        # session (2026-11-23), against two rows a tile with 2 warps: bf16 65536x333 1935 ->
+        # 2177 GB/s, 131072x300 1895 -> 2271, 16384x300 1353 -> 1484, 32768x500 2071 -> 2158,
+        # 8192x333 1066 -> 1086, 4096x333 735 -> 722 (a 3 MB tensor); seventh session
+        # (2026-11-23), 513-1024 lanes against a row of 4 warps: bf16 32768x600 1663 -> 2246,
+        # 8192x600 1193 -> 1491, 32768x777 2038 -> 2260, 16384x1000 2086 -> 2169, fp16
+        # 65536x900 2332 -> 2485; with few rows a little lower (1823x781 784 -> 757, 2048x1000
+        # 985 -> 959: 2-4 MB tensors, where one-warp programs leave SMs short of warps; 2 warps
+        # lost on the large ones). The backward (two streams) lost on small tensors (8192x333
+        # 364 -> 205, 4096x333 294 -> 171) and keeps its tiles.
         low, high = ONE_WARP_ROW_LANES
         return (self.streams == 1 and self.unaligned_rows and itemsize == 2
                 and low <= lanes <= high)
