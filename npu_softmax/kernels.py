@@ -167,31 +167,44 @@ def _split_range(item, split_cols, n_cols, N_SPLITS: tl.constexpr):
 @triton.jit
 def _range_stats(x_row, col_stride, cols, lo, hi, scale, BLOCK_N: tl.constexpr,
                  ACC_TY: tl.constexpr, EVICT: tl.constexpr, VEC: tl.constexpr,
-                 LANES: tl.constexpr):
+                 LANES: tl.constexpr, LANE_VEC: tl.constexpr):
     """Max ``m`` and ``sum(exp(x - m))`` of ``x_row[lo:hi]`` in one pass (online softmax),
     reading with the L2 eviction policy ``EVICT`` (``""``: the default) through
     ``_range_window``.
 
     With ``LANES`` 0 every chunk is reduced to the running max and sum at once. With ``LANES``
-    > 0 a chunk is read as a ``[BLOCK_N // LANES, LANES]`` tile and each of the ``LANES``
-    columns keeps its own running max and sum, folded into one only after the last chunk: the
-    reductions inside the loop then stay within a thread (the launcher sets ``LANES`` to the
-    elements the program loads in one vector per thread), so no chunk waits at a block-wide
+    > 0 each of ``LANES`` lanes keeps its own running max and sum, folded into one only after
+    the last chunk: a chunk is read as ``BLOCK_N // (LANES * LANE_VEC)`` rows of ``LANES``
+    vectors of ``LANE_VEC`` contiguous elements, and a lane takes the same vector of every row.
+    The launcher sets lanes and vectors to what the program's threads load at once, so the
+    reductions inside the loop stay within a thread and no chunk waits at a block-wide
     reduction before the next one is read.
     """
     base, lead, span = _range_window(x_row, col_stride, lo, hi, VEC)
     if LANES > 0:
         # Offsets of the tile's elements, in the type of ``cols`` (64-bit with INDEX_64).
-        q = tl.arange(0, BLOCK_N // LANES)[:, None] * LANES + tl.arange(0, LANES)[None, :]
+        R: tl.constexpr = BLOCK_N // (LANES * LANE_VEC)
+        if LANE_VEC > 1:
+            q = (tl.arange(0, R)[:, None, None] * (LANES * LANE_VEC)
+                 + tl.arange(0, LANES)[None, :, None] * LANE_VEC
+                 + tl.arange(0, LANE_VEC)[None, None, :])
+        else:
+            q = tl.arange(0, R)[:, None] * LANES + tl.arange(0, LANES)[None, :]
         q = q.to(cols.dtype)
         m = tl.full([LANES], float("-inf"), ACC_TY)
         d = tl.zeros([LANES], ACC_TY)
         for start in tl.range(0, span, BLOCK_N):
             x = _load_window(base, tl.multiple_of(start, BLOCK_N) + q, lead, hi - lo, span,
                              col_stride, scale, ACC_TY, EVICT, VEC)
-            m_new = tl.maximum(m, tl.max(x, axis=0))
-            shift = _safe_shift(m_new)
-            d = d * tl.exp(m - shift) + tl.sum(tl.exp(x - shift[None, :]), axis=0)
+            if LANE_VEC > 1:
+                m_new = tl.maximum(m, tl.max(tl.max(x, axis=2), axis=0))
+                shift = _safe_shift(m_new)
+                e = tl.sum(tl.sum(tl.exp(x - shift[None, :, None]), axis=2), axis=0)
+            else:
+                m_new = tl.maximum(m, tl.max(x, axis=0))
+                shift = _safe_shift(m_new)
+                e = tl.sum(tl.exp(x - shift[None, :]), axis=0)
+            d = d * tl.exp(m - shift) + e
             m = m_new
         m_row = tl.max(m, axis=0)
         d_row = tl.sum(d * tl.exp(m - _safe_shift(m_row)), axis=0)
@@ -380,14 +393,15 @@ def softmax_online_kernel(
     y_outer_stride, y_inner_stride, y_col_stride, scale,
     BLOCK_N: tl.constexpr, INDEX_64: tl.constexpr, LOG: tl.constexpr,
     FIRST_EVICT: tl.constexpr, SECOND_EVICT: tl.constexpr, STORE_CACHE: tl.constexpr,
-    VEC: tl.constexpr, STAT_LANES: tl.constexpr,
+    VEC: tl.constexpr, STAT_LANES: tl.constexpr, STAT_LANE_VEC: tl.constexpr,
 ):
     """Rows longer than a block: one row per iteration, two passes over ``BLOCK_N`` chunks.
 
     The first pass reads with L2 eviction policy ``FIRST_EVICT``, the second with
     ``SECOND_EVICT`` (on CUDA ``evict_last`` then ``evict_first``: the first read's lines stay
     in L2 for the second, which needs them no more). The first keeps ``STAT_LANES`` running
-    maxima and sums (``_range_stats``; 0: one)."""
+    maxima and sums, each over vectors of ``STAT_LANE_VEC`` elements (``_range_stats``; 0:
+    one)."""
     OUT_TY: tl.constexpr = y_ptr.dtype.element_ty
     ACC_TY: tl.constexpr = tl.float64 if OUT_TY == tl.float64 else tl.float32
     cols = _widen(tl.arange(0, BLOCK_N), INDEX_64)
@@ -396,7 +410,7 @@ def softmax_online_kernel(
         x_row = x_ptr + _row_start(row, n_inner, x_outer_stride, x_inner_stride)
         y_row = y_ptr + _row_start(row, n_inner, y_outer_stride, y_inner_stride)
         m, d = _range_stats(x_row, x_col_stride, cols, 0, n_cols, scale, BLOCK_N, ACC_TY,
-                            FIRST_EVICT, VEC, STAT_LANES)
+                            FIRST_EVICT, VEC, STAT_LANES, STAT_LANE_VEC)
         _range_normalize(x_row, y_row, x_col_stride, y_col_stride, cols, 0, n_cols,
                          _safe_shift(m), d, scale, BLOCK_N, OUT_TY, ACC_TY, LOG, SECOND_EVICT,
                          STORE_CACHE, VEC)
@@ -425,7 +439,7 @@ def softmax_split_stats_kernel(
         row, lo, hi = _split_range(item, split_cols, n_cols, N_SPLITS)
         x_row = x_ptr + _row_start(row, n_inner, x_outer_stride, x_inner_stride)
         m, d = _range_stats(x_row, x_col_stride, cols, lo, hi, scale, BLOCK_N, ACC_TY, EVICT,
-                            VEC, 0)
+                            VEC, 0, 1)
         tl.store(part_ptr + item, m)
         tl.store(part_ptr + n_items + item, d)
 

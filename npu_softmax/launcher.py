@@ -307,10 +307,11 @@ def prepare_softmax(x_dtype: torch.dtype, y_dtype: torch.dtype, device: torch.de
                        (1, 0), every_row,
                        {**flags, "BLOCK_M": p.block_m, "TAIL_N": p.tail_n, "VEC": vec}, options),)
     elif p.variant == "online":
-        lanes = be.stat_lanes(p, x_dtype.itemsize, vec)
-        steps = (_Step(K.softmax_online_kernel, key + (lanes,), layout.n_rows, (1, 0), every_row,
-                       {**flags, "FIRST_EVICT": first, "SECOND_EVICT": second, "VEC": vec,
-                        "STAT_LANES": lanes}, options),)
+        lanes, lane_vec = be.stat_lanes(p, x_dtype.itemsize, vec)
+        steps = (_Step(K.softmax_online_kernel, (*key, lanes, lane_vec), layout.n_rows, (1, 0),
+                       every_row, {**flags, "FIRST_EVICT": first, "SECOND_EVICT": second,
+                                   "VEC": vec, "STAT_LANES": lanes, "STAT_LANE_VEC": lane_vec},
+                       options),)
     else:
         # Pass 1 writes each (row, split)'s max and sum into the scratch operand (index 2),
         # pass 2 combines them and normalises.

@@ -91,28 +91,32 @@ def online_configs(x: torch.Tensor, y: torch.Tensor, lay: RowLayout,
                    sms: int) -> Iterator[tuple[str, Callable]]:
     """The looped kernel: chunk length, warps, stages, programs per SM (16: the launcher's
     waves for wide programs), L2 eviction policies of its two reads, aligned windows, and one
-    running max and sum or one per element of a vector load (``STAT_LANES``)."""
+    running max and sum, one per element of a vector load, or one per thread over its vector
+    (``STAT_LANES``, ``STAT_LANE_VEC``)."""
     # Chunks are far longer than a vector: windows fit all of them or none.
     vecs = _vecs(x, lay, "online", 1, 8192)
-    for block_n, warps, stages, per_sm, evict, vec, per_lane in itertools.product(
+    per_thread = 16 // x.element_size()
+    for block_n, warps, stages, per_sm, evict, vec, form in itertools.product(
             (8192, 16384, 32768), (8, 16, 32), (1, 2), (1, 2, 16), (False, True), vecs,
-            (False, True)):
+            ("one", "lanes", "vectors")):
         if block_n // (warps * 32) > 64:  # more elements a thread than registers hold
             continue
         grid = (min(sms * per_sm, x.shape[0]),)
         first, second = (FIRST_EVICT, SECOND_EVICT) if evict else ("", "")
-        lanes = min(block_n, warps * 32 * 16 // x.element_size()) if per_lane else 0
+        lanes, lane_vec = {"one": (0, 1), "lanes": (warps * 32 * per_thread, 1),
+                           "vectors": (warps * 32, per_thread)}[form]
 
         def run(block_n=block_n, grid=grid, warps=warps, stages=stages, first=first,
-                second=second, vec=vec, lanes=lanes) -> None:
+                second=second, vec=vec, lanes=lanes, lane_vec=lane_vec) -> None:
             K.softmax_online_kernel[grid](y, x, *_rows(lay), *lay.y_strides, 1.0,
                                           BLOCK_N=block_n, INDEX_64=False, LOG=False,
                                           FIRST_EVICT=first, SECOND_EVICT=second,
                                           STORE_CACHE=STORE, VEC=vec, STAT_LANES=lanes,
-                                          num_warps=warps, num_stages=stages)
+                                          STAT_LANE_VEC=lane_vec, num_warps=warps,
+                                          num_stages=stages)
         yield (f"BLOCK_N={block_n} warps={warps} stages={stages} programs/SM={per_sm} "
                f"evict={first or 'default'}/{second or 'default'} VEC={vec} "
-               f"STAT_LANES={lanes}", run)
+               f"STAT_LANES={lanes}x{lane_vec}", run)
 
 
 def split_configs(x: torch.Tensor, y: torch.Tensor, lay: RowLayout,

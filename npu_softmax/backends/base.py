@@ -40,15 +40,19 @@ def window_fit(layout: RowLayout, plan: Plan, itemsize: int) -> int:
     return vec
 
 
-def stat_lanes_per_vector(plan: Plan, itemsize: int, vec: int, threads: int) -> int:
-    """``Backend.stat_lanes`` for a program of ``threads`` threads that load 16-byte vectors:
-    one running max and sum per element a vector load of the whole program brings in (at most
-    the chunk), in the online kernel only; 0 (one, reduced at every chunk) for 2-byte rows read
-    through windows (``vec`` > 1), where the window's masks and the running values together
-    need more registers than a program may take and still share its SM."""
-    if plan.variant != "online" or (itemsize == 2 and vec > 1):
-        return 0
-    return min(plan.block_n, threads * max(1, 16 // itemsize))
+def stat_lanes_per_vector(plan: Plan, itemsize: int, vec: int,
+                          threads: int) -> tuple[int, int]:
+    """``Backend.stat_lanes`` for a program of ``threads`` threads that load 16-byte vectors,
+    in the online kernel only: one running max and sum per element of such a load of the whole
+    program; for 2-byte rows read through windows (``vec`` > 1) one per thread, over its
+    vector, since the window's masks and a running pair per element need more registers than
+    a program may take and still share its SM."""
+    if plan.variant != "online":
+        return 0, 1
+    per_thread = max(1, 16 // itemsize)
+    if itemsize == 2 and vec > 1 and threads * per_thread <= plan.block_n:
+        return threads, per_thread
+    return min(plan.block_n, threads * per_thread), 1
 
 
 class Backend:
@@ -102,11 +106,12 @@ class Backend:
         ``itemsize`` bytes: ``window_fit``'s where this target ``windows`` the plan, else 1."""
         return window_fit(layout, plan, itemsize) if self.windows(plan, itemsize) else 1
 
-    def stat_lanes(self, plan: Plan, itemsize: int, vec: int) -> int:
+    def stat_lanes(self, plan: Plan, itemsize: int, vec: int) -> tuple[int, int]:
         """Running maxima and sums the online kernel keeps in its first pass over a row of
-        ``itemsize``-byte elements read with ``VEC`` ``vec`` (``kernels._range_stats``): 0 for
-        one, reduced at every chunk; here always."""
-        return 0
+        ``itemsize``-byte elements read with ``VEC`` ``vec``, and the contiguous elements each
+        takes at a time (``kernels._range_stats``): ``(0, 1)`` for one pair, reduced at every
+        chunk; here always."""
+        return 0, 1
 
     def tile_elems(self, itemsize: int) -> int:
         """Most elements one program may hold on chip in one iteration (a power of two)."""

@@ -113,15 +113,18 @@ class CudaBackend(Backend):
             return plan.block_n <= WINDOW_TILE_LANES.get(itemsize, 0)
         return plan.variant == "online" and itemsize <= 4
 
-    def stat_lanes(self, plan: Plan, itemsize: int, vec: int) -> int:
+    def stat_lanes(self, plan: Plan, itemsize: int, vec: int) -> tuple[int, int]:
         # Running max and sum per vector lane in the online kernel's first pass. A lab copy of
         # the kernel, one process per form, two rounds, through the API on the H100
         # (2026-11-23, seventh session, docs/tuning.md), against one reduced at every chunk:
         # fp32 4096x50257 2672 -> 2822 GB/s, 4096x40000 2739 -> 2949, 441x151936 2084 -> 2118;
         # bf16 256x151936 2045 -> 2162, 441x151936 2007 -> 2124, 4096x40000 2548 -> 2664,
-        # 1024x65536 2611 -> 2572. bf16 4096x50257 (windows) fell 2094 -> 1705: 78 registers,
-        # one program an SM instead of two. The split kernels' first pass lost (bf16
-        # 16x262144 1241 -> 1155) and keeps one.
+        # 1024x65536 2611 -> 2572. bf16 4096x50257 (windows) fell 2094 -> 1705 so: 78
+        # registers, one program an SM instead of two; with a pair per thread over its vector
+        # instead, against one pair (three rounds): 2087 -> 2194, 1000x100003 1718 -> 1927,
+        # 512x151937 1815 -> 1962, fp16 4096x50257 2126 -> 2232, 4096x40001 level. The split
+        # kernels' first pass lost with pairs per lane (bf16 16x262144 1241 -> 1155) and
+        # keeps one.
         return stat_lanes_per_vector(plan, itemsize, vec, 32 * self._warps(plan, itemsize))
 
     # Sizes below come from scripts/tune.py on an H100 (2026-11-22): a row of up to 32768

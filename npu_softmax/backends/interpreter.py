@@ -23,9 +23,9 @@ class InterpreterBackend(Backend):
         # Wherever they apply, so the tests run the aligned-window form of every kernel.
         return True
 
-    def stat_lanes(self, plan: Plan, itemsize: int, vec: int) -> int:
+    def stat_lanes(self, plan: Plan, itemsize: int, vec: int) -> tuple[int, int]:
         # CUDA's rule (``CudaBackend.stat_lanes``) on a 128-thread program, so the tests run
-        # both forms of the online kernel's first pass.
+        # every form of the online kernel's first pass.
         return stat_lanes_per_vector(plan, itemsize, vec, threads=128)
 
     def tile_elems(self, itemsize: int) -> int:
