@@ -38,7 +38,8 @@ Variants (the launcher picks one, see ``launcher.plan``):
   ``BLOCK_N`` and a smaller power-of-two tail (9216 columns: 8192 + 1024 instead of 16384, of
   which 7168 would be masked padding), so fewer registers go to lanes that load nothing.
 * ``softmax_online_kernel``: one row per iteration, looped in ``BLOCK_N`` chunks: one read for
-  the running max and sum (Milakov & Gimelshein 2018), one read and one write to normalise.
+  the running max and sum (Milakov & Gimelshein 2018; one per lane of a chunk where the
+  launcher asks, ``_range_stats``), one read and one write to normalise.
 * ``softmax_split_stats_kernel`` + ``softmax_split_norm_kernel``: each row cut into ``n_splits``
   column ranges worked on by different programs, so a few very long rows still fill the chip.
 """
