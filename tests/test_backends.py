@@ -138,3 +138,20 @@ def test_cuda_online_first_pass_keeps_a_max_and_sum_per_vector_lane(
         assert other.variant in ("tile", "split")
         assert sibling.stat_lanes(other, itemsize, 1) == (0, 1)
     assert AscendBackend("Ascend910B3").stat_lanes(p, itemsize, 1) == (0, 1)
+
+
+@pytest.mark.parametrize("n_cols,itemsize,warps", [
+    (2049, 4, 8), (3000, 4, 8), (4096, 4, 8), (5000, 4, 16), (8192, 4, 16), (20000, 4, 32),
+    (3000, 2, 4), (8192, 2, 16), (32768, 2, 32)])
+def test_cuda_warps_of_one_row_a_program(n_cols: int, itemsize: int, warps: int) -> None:
+    """Rows held one to a program in one block take warps by block and element size
+    (float32 blocks of 4096: 8 warps), in the forward and the backward."""
+    be = CudaBackend("cuda", 90)
+    strides = (n_cols, 0, 1)
+    layout = RowLayout(4096, n_cols, 1, strides, strides)
+    for streams in (1, 2):
+        p = launcher.plan(layout, itemsize, 132, be, streams=streams)
+        if streams == 2 and p.variant != "tile":
+            continue
+        assert (p.variant, p.block_m, p.tail_n) == ("tile", 1, 0)
+        assert be.for_layout(layout, streams).options(p, itemsize)["num_warps"] == warps

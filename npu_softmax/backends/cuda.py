@@ -210,6 +210,13 @@ class CudaBackend(Backend):
                                                                            itemsize):
             return 1
         if plan.variant == "tile" and block_m == 1 and block_n >= 4096:
+            if itemsize == 4 and block_n == 4096:
+                # Float32 rows of 2049-4096 elements: 8 warps, 16 elements a thread. Through the
+                # API on the H100 (2026-11-23, seventh session, docs/tuning.md), against 16:
+                # 4096x2049 1901 -> 2202 GB/s, 4096x2500 2216 -> 2424, 4096x3000 2432 -> 2603,
+                # 8192x3000 2649 -> 2758, 4096x4000 level; the backward level or faster
+                # (4096x2500 2432 -> 2581). Blocks of 8192 lost with 8 (4096x5000 2505 -> 2447).
+                return 8
             if itemsize >= 4:
                 # 16 elements a thread: 16384 with 16 warps needs 72 registers, one program an
                 # SM, 79-97% of the roof (rows of 8448-16384); with 32 warps 98-99%.
