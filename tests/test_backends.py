@@ -9,6 +9,12 @@ from npu_softmax.backends import AscendBackend, CudaBackend, InterpreterBackend,
 from npu_softmax.layout import RowLayout
 
 
+def _contiguous(n_rows: int, n_cols: int) -> RowLayout:
+    """The rows of a contiguous ``(n_rows, n_cols)`` tensor."""
+    strides = (n_cols, 0, 1)
+    return RowLayout(n_rows, n_cols, 1, strides, strides)
+
+
 @pytest.mark.parametrize("name,arch,hopper_or_later", [
     ("cuda", 90, True), ("cuda", "100", True), ("cuda", 80, False), ("cuda", "75", False),
     ("hip", "gfx942", False), ("hip", 90, False)])
@@ -39,8 +45,7 @@ def test_cuda_tiles_of_unaligned_rows_are_small(n_rows: int, n_cols: int,
     row (float32: all but 512-lane rows). (2-byte rows of 257-1024 elements: the next
     test.)"""
     be = CudaBackend("cuda", 90)
-    strides = (n_cols, 0, 1)
-    layout = RowLayout(n_rows, n_cols, 1, strides, strides)
+    layout = _contiguous(n_rows, n_cols)
     sibling = be.for_layout(layout)
     for itemsize in most_rows:
         p = launcher.plan(layout, itemsize, 132, be)
@@ -55,7 +60,7 @@ def test_cuda_tiles_of_unaligned_rows_are_small(n_rows: int, n_cols: int,
         windowed = n_cols % 16 > 0 and (p.block_n <= 128 or itemsize == 4 and p.block_n != 512)
         assert vec == (16 // itemsize if windowed else 1)
     # Fewer rows than cores: one row per block, whatever the alignment.
-    few = RowLayout(100, n_cols, 1, strides, strides)
+    few = _contiguous(100, n_cols)
     assert launcher.plan(few, 4, 132, be).block_m == 1
 
 
@@ -67,8 +72,7 @@ def test_cuda_unaligned_2_byte_rows_of_257_to_1024_go_one_to_a_one_warp_program(
     power-of-two block and a tail where that takes fewer lanes than the block; the backward
     (two streams), float32 and aligned rows keep tiles of several."""
     be = CudaBackend("cuda", 90)
-    strides = (n_cols, 0, 1)
-    layout = RowLayout(65536, n_cols, 1, strides, strides)
+    layout = _contiguous(65536, n_cols)
     p = launcher.plan(layout, 2, 132, be)
     assert (p.variant, p.block_m, p.tail_n) == ("tile", 1, tail)
     block = triton.next_power_of_2(n_cols)
@@ -78,7 +82,7 @@ def test_cuda_unaligned_2_byte_rows_of_257_to_1024_go_one_to_a_one_warp_program(
     assert backward.block_m > 1
     assert be.for_layout(layout, streams=2).options(backward, 2)["num_warps"] > 1
     assert launcher.plan(layout, 4, 132, be).block_m > 1
-    aligned = RowLayout(65536, 336, 1, (336, 0, 1), (336, 0, 1))
+    aligned = _contiguous(65536, 336)
     assert launcher.plan(aligned, 2, 132, be).block_m > 1
 
 
@@ -105,8 +109,7 @@ def test_launches_compile_with_the_options_of_their_rows(monkeypatch: pytest.Mon
     monkeypatch.setattr(launcher, "core_count", lambda device_index: 132)
     device = torch.device("cuda", 0)
     for n_cols in (200, 208):
-        strides = (n_cols, 0, 1)
-        layout = RowLayout(65536, n_cols, 1, strides, strides)
+        layout = _contiguous(65536, n_cols)
         launch = launcher.prepare_softmax(torch.bfloat16, torch.bfloat16, device, layout)
         (step,) = launch.steps
         expected = be.for_layout(layout).options(launch.plan, 2)
@@ -126,14 +129,12 @@ def test_cuda_online_first_pass_keeps_a_max_and_sum_per_vector_lane(
     windows one per thread over its vector; rows that fit a tile, and the split kernels, keep
     one."""
     be = CudaBackend("cuda", 90)
-    strides = (n_cols, 0, 1)
-    layout = RowLayout(4096, n_cols, 1, strides, strides)
+    layout = _contiguous(4096, n_cols)
     sibling = be.for_layout(layout)
     p = launcher.plan(layout, itemsize, 132, be)
     assert p.variant == "online"
     assert sibling.stat_lanes(p, itemsize, sibling.window_vec(layout, p, itemsize)) == lanes
-    for short in (RowLayout(4096, 1000, 1, (1000, 0, 1), (1000, 0, 1)),
-                  RowLayout(8, n_cols, 1, strides, strides)):
+    for short in (_contiguous(4096, 1000), _contiguous(8, n_cols)):
         other = launcher.plan(short, itemsize, 132, be)
         assert other.variant in ("tile", "split")
         assert sibling.stat_lanes(other, itemsize, 1) == (0, 1)
@@ -147,8 +148,7 @@ def test_cuda_warps_of_one_row_a_program(n_cols: int, itemsize: int, warps: int)
     """Rows held one to a program in one block take warps by block and element size
     (float32 blocks of 4096: 8 warps), in the forward and the backward."""
     be = CudaBackend("cuda", 90)
-    strides = (n_cols, 0, 1)
-    layout = RowLayout(4096, n_cols, 1, strides, strides)
+    layout = _contiguous(4096, n_cols)
     for streams in (1, 2):
         p = launcher.plan(layout, itemsize, 132, be, streams=streams)
         if streams == 2 and p.variant != "tile":
