@@ -23,11 +23,12 @@ still needs), and the looped kernels read a row's two passes with its L2 evictio
 Rows whose start is not a multiple of 16 bytes (a row length that is not a multiple of 16
 elements, e.g. 781 or a 50257-entry vocabulary) would load and store one element per
 instruction, since Triton can only prove 16-byte alignment from arguments divisible by 16. With
-``VEC`` > 1 (the elements of 16 bytes) the tile and looped kernels read such rows through
-windows that start at the 16-byte boundary before the row, so every load is a vector load; the
-few lanes of the neighbouring rows that a window covers are loaded, never used, and never
-stored. The looped kernels also store whole vectors where the output is aligned like the input
-(``_range_normalize``).
+``VEC`` > 1 (the elements of 16 bytes) the kernels read such rows in whole vectors. The tile
+kernel reads each row through a window that starts at the 16-byte boundary before it; the few
+lanes of the neighbouring rows that a window covers are loaded, never used, and never stored.
+The row and looped kernels read the row's aligned body (``_aligned_body``), with no lane
+outside the row to mask, and the fewer than 16 bytes at each end of it apart; they store the
+body as vectors too where the output is aligned like the input.
 
 Variants (the launcher picks one, see ``launcher.plan``):
 
@@ -82,44 +83,61 @@ def _window(start_ptr, n, VEC: tl.constexpr):
     """
     ITEM: tl.constexpr = start_ptr.dtype.element_ty.primitive_bitwidth // 8
     lead = ((start_ptr.to(tl.int64) // ITEM) % VEC).to(tl.int32)
-    # An empty range (a split item past the row's end) gets an empty window.
+    # A row of no elements gets an empty window.
     span = tl.multiple_of(tl.where(n > 0, (lead + n + VEC - 1) // VEC * VEC, 0), VEC)
     return tl.multiple_of(start_ptr - lead, VEC * ITEM), lead, span
 
 
 @triton.jit
-def _in_window(p, lead, n, VEC: tl.constexpr):
-    # Which lanes ``p`` of a window hold one of its ``n`` elements (all below ``n`` without one).
-    if VEC > 1:
-        inside = (p >= lead) & (p < lead + n)
-    else:
-        inside = p < n
-    return inside
+def _in_window(p, lead, n):
+    # Which lanes ``p`` of a window hold one of its ``n`` elements.
+    return (p >= lead) & (p < lead + n)
 
 
 @triton.jit
-def _load_window(base, p, lead, n, span, col_stride, scale, ACC_TY: tl.constexpr,
-                 EVICT: tl.constexpr, VEC: tl.constexpr):
-    """Lanes ``p`` of a range read through ``_range_window``, scaled, -inf outside the range."""
+def _aligned_body(row_ptr, n, VEC: tl.constexpr):
+    """``(a, body)`` for the ``n`` contiguous elements at ``row_ptr``: elements ``[a, a +
+    body)`` are whole 16-byte vectors, with fewer than ``VEC`` before and after them (none
+    for ``n`` <= 0)."""
+    ITEM: tl.constexpr = row_ptr.dtype.element_ty.primitive_bitwidth // 8
+    lead = ((row_ptr.to(tl.int64) // ITEM) % VEC).to(tl.int32)
+    a = tl.minimum((VEC - lead) % VEC, n)
+    return a, tl.multiple_of(tl.maximum(n - a, 0) // VEC * VEC, VEC)
+
+
+@triton.jit
+def _edge_lanes(a, body, n, VEC: tl.constexpr):
+    # The elements around an aligned body (``_aligned_body``), [0, a) in lanes below VEC and
+    # [a + body, n) in the others: their offsets and mask.
+    q = tl.arange(0, 2 * VEC)
+    e = tl.where(q < VEC, q, a + body + q - VEC)
+    return e, tl.where(q < VEC, q < a, (e >= a + body) & (e < n))
+
+
+@triton.jit
+def _range_body(x_row, col_stride, lo, hi, VEC: tl.constexpr):
+    """Where the looped kernels read ``x_row[lo:hi]`` in chunks: ``(base, a, body)``, lane
+    ``p`` < ``body`` holding element ``lo + a + p``. With ``VEC`` > 1 (contiguous elements)
+    the range's aligned body (``_aligned_body``; the caller takes the elements around it
+    apart, ``_edge_lanes``); otherwise the whole range (``a`` 0)."""
     if VEC > 1:
-        # Whole vectors up to the window's end; the lanes outside the range become -inf.
-        x = tl.load(base + p, mask=p < span, other=float("-inf"), eviction_policy=EVICT)
-        x = tl.where(_in_window(p, lead, n, VEC), x.to(ACC_TY) * scale, float("-inf"))
+        ITEM: tl.constexpr = x_row.dtype.element_ty.primitive_bitwidth // 8
+        a, body = _aligned_body(x_row + lo, hi - lo, VEC)
+        base = tl.multiple_of(x_row + lo + a, VEC * ITEM)
     else:
-        x = _load(base + p * col_stride, p < n, scale, ACC_TY, EVICT)
+        base, a, body = x_row + lo * col_stride, 0, hi - lo
+    return base, a, body
+
+
+@triton.jit
+def _load_body(base, p, body, col_stride, scale, ACC_TY: tl.constexpr, EVICT: tl.constexpr,
+               VEC: tl.constexpr):
+    # Lanes p of a range read from ``_range_body``, scaled, -inf past its end.
+    if VEC > 1:
+        x = _load(base + p, p < body, scale, ACC_TY, EVICT)
+    else:
+        x = _load(base + p * col_stride, p < body, scale, ACC_TY, EVICT)
     return x
-
-
-@triton.jit
-def _range_window(x_row, col_stride, lo, hi, VEC: tl.constexpr):
-    """Where the looped kernels read ``x_row[lo:hi]`` from: (base pointer, lead, span), lane
-    ``p`` holding element ``lo + p - lead``. With ``VEC`` > 1 (contiguous elements) an aligned
-    ``_window``; otherwise the range itself (lead 0, span ``hi - lo``)."""
-    if VEC > 1:
-        base, lead, span = _window(x_row + lo, hi - lo, VEC)
-    else:
-        base, lead, span = x_row + lo * col_stride, 0, hi - lo
-    return base, lead, span
 
 
 @triton.jit
@@ -168,75 +186,69 @@ def _split_range(item, split_cols, n_cols, N_SPLITS: tl.constexpr):
 @triton.jit
 def _range_stats(x_row, col_stride, cols, lo, hi, scale, BLOCK_N: tl.constexpr,
                  ACC_TY: tl.constexpr, EVICT: tl.constexpr, VEC: tl.constexpr,
-                 LANES: tl.constexpr, LANE_VEC: tl.constexpr):
+                 LANES: tl.constexpr):
     """Max ``m`` and ``sum(exp(x - m))`` of ``x_row[lo:hi]`` in one pass (online softmax),
-    reading with the L2 eviction policy ``EVICT`` (``""``: the default) through
-    ``_range_window``.
+    reading with the L2 eviction policy ``EVICT`` (``""``: the default) from ``_range_body``.
 
     With ``LANES`` 0 every chunk is reduced to the running max and sum at once. With ``LANES``
     > 0 each of ``LANES`` lanes keeps its own running max and sum, folded into one only after
-    the last chunk: a chunk is read as ``BLOCK_N // (LANES * LANE_VEC)`` rows of ``LANES``
-    vectors of ``LANE_VEC`` contiguous elements, and a lane takes the same vector of every row.
-    The launcher sets lanes and vectors to what the program's threads load at once, so the
-    reductions inside the loop stay within a thread and no chunk waits at a block-wide
-    reduction before the next one is read.
+    the last chunk: a chunk is read as ``BLOCK_N // LANES`` rows of ``LANES`` elements, and a
+    lane takes the same column of every row. The launcher sets the lanes to the elements the
+    program's threads load at once, so the reductions inside the loop stay within a thread and
+    no chunk waits at a block-wide reduction before the next one is read.
     """
-    base, lead, span = _range_window(x_row, col_stride, lo, hi, VEC)
+    base, a, body = _range_body(x_row, col_stride, lo, hi, VEC)
+    if VEC > 1:
+        # The elements around the body, loaded first so that their latency overlaps the loop.
+        e, e_mask = _edge_lanes(a, body, hi - lo, VEC)
+        xe = _load(x_row + lo + e, e_mask, scale, ACC_TY, EVICT)
     if LANES > 0:
         # Offsets of the tile's elements, in the type of ``cols`` (64-bit with INDEX_64).
-        R: tl.constexpr = BLOCK_N // (LANES * LANE_VEC)
-        if LANE_VEC > 1:
-            q = (tl.arange(0, R)[:, None, None] * (LANES * LANE_VEC)
-                 + tl.arange(0, LANES)[None, :, None] * LANE_VEC
-                 + tl.arange(0, LANE_VEC)[None, None, :])
-        else:
-            q = tl.arange(0, R)[:, None] * LANES + tl.arange(0, LANES)[None, :]
-        q = q.to(cols.dtype)
+        R: tl.constexpr = BLOCK_N // LANES
+        q = (tl.arange(0, R)[:, None] * LANES + tl.arange(0, LANES)[None, :]).to(cols.dtype)
         m = tl.full([LANES], float("-inf"), ACC_TY)
         d = tl.zeros([LANES], ACC_TY)
-        for start in tl.range(0, span, BLOCK_N):
-            x = _load_window(base, tl.multiple_of(start, BLOCK_N) + q, lead, hi - lo, span,
-                             col_stride, scale, ACC_TY, EVICT, VEC)
-            if LANE_VEC > 1:
-                m_new = tl.maximum(m, tl.max(tl.max(x, axis=2), axis=0))
-                shift = _safe_shift(m_new)
-                e = tl.sum(tl.sum(tl.exp(x - shift[None, :, None]), axis=2), axis=0)
-            else:
-                m_new = tl.maximum(m, tl.max(x, axis=0))
-                shift = _safe_shift(m_new)
-                e = tl.sum(tl.exp(x - shift[None, :]), axis=0)
-            d = d * tl.exp(m - shift) + e
+        for start in tl.range(0, body, BLOCK_N):
+            x = _load_body(base, tl.multiple_of(start, BLOCK_N) + q, body, col_stride, scale,
+                           ACC_TY, EVICT, VEC)
+            m_new = tl.maximum(m, tl.max(x, axis=0))
+            shift = _safe_shift(m_new)
+            d = d * tl.exp(m - shift) + tl.sum(tl.exp(x - shift[None, :]), axis=0)
             m = m_new
         m_row = tl.max(m, axis=0)
         d_row = tl.sum(d * tl.exp(m - _safe_shift(m_row)), axis=0)
     else:
         m_row = tl.full([], float("-inf"), ACC_TY)
         d_row = tl.zeros([], ACC_TY)
-        for start in tl.range(0, span, BLOCK_N):
-            p = tl.multiple_of(start, BLOCK_N) + cols
-            x = _load_window(base, p, lead, hi - lo, span, col_stride, scale, ACC_TY, EVICT,
-                             VEC)
+        for start in tl.range(0, body, BLOCK_N):
+            x = _load_body(base, tl.multiple_of(start, BLOCK_N) + cols, body, col_stride, scale,
+                           ACC_TY, EVICT, VEC)
             m_new = tl.maximum(m_row, tl.max(x, axis=0))
             shift = _safe_shift(m_new)
             d_row = d_row * tl.exp(m_row - shift) + tl.sum(tl.exp(x - shift), axis=0)
             m_row = m_new
+    if VEC > 1:
+        m_new = tl.maximum(m_row, tl.max(xe, axis=0))
+        shift = _safe_shift(m_new)
+        d_row = d_row * tl.exp(m_row - shift) + tl.sum(tl.exp(xe - shift), axis=0)
+        m_row = m_new
     return m_row, d_row
 
 
 @triton.jit
-def _store_chunks(base, lead, span, n, y_start, x_col_stride, y_col_stride, shift, norm, scale,
-                  cols, BLOCK_N: tl.constexpr, OUT_TY: tl.constexpr, ACC_TY: tl.constexpr,
+def _store_chunks(base, body, y_start, x_col_stride, y_col_stride, shift, norm, scale, cols,
+                  BLOCK_N: tl.constexpr, OUT_TY: tl.constexpr, ACC_TY: tl.constexpr,
                   LOG: tl.constexpr, EVICT: tl.constexpr, STORE_CACHE: tl.constexpr,
                   VEC: tl.constexpr):
-    # The output of a range read through _range_window, stored element by element, lane p at
-    # y_start[p * y_col_stride]. Last chunk first: the chunks this program read last (for the
-    # max and sum) are the likeliest to be still in cache.
-    n_chunks = tl.cdiv(span, BLOCK_N)
+    # The output of a range read from _range_body, lane p at y_start[p * y_col_stride]. Last
+    # chunk first: the chunks this program read last (for the max and sum) are the likeliest
+    # to be still in cache.
+    n_chunks = tl.cdiv(body, BLOCK_N)
     for k in tl.range(0, n_chunks):
         p = tl.multiple_of((n_chunks - 1 - k) * BLOCK_N, BLOCK_N) + cols
-        x = _load_window(base, p, lead, n, span, x_col_stride, scale, ACC_TY, EVICT, VEC)
+        x = _load_body(base, p, body, x_col_stride, scale, ACC_TY, EVICT, VEC)
         tl.store(y_start + p * y_col_stride, _finish(x, shift, norm, LOG).to(OUT_TY),
-                 mask=_in_window(p, lead, n, VEC), cache_modifier=STORE_CACHE)
+                 mask=p < body, cache_modifier=STORE_CACHE)
 
 
 @triton.jit
@@ -245,49 +257,50 @@ def _range_normalize(x_row, y_row, x_col_stride, y_col_stride, cols, lo, hi, shi
                      LOG: tl.constexpr, EVICT: tl.constexpr, STORE_CACHE: tl.constexpr,
                      VEC: tl.constexpr):
     """``y_row[lo:hi]`` from the row's ``shift`` (safe max) and ``d = sum(exp(x - shift))``,
-    reading through ``_range_window`` with the L2 eviction policy ``EVICT`` and storing with the
+    reading from ``_range_body`` with the L2 eviction policy ``EVICT`` and storing with the
     cache modifier ``STORE_CACHE``.
 
-    Through a window (``VEC`` > 1, both rows contiguous), when the output range sits at the
-    same place in its 16-byte blocks as the input (same strides, and pointers aligned alike:
-    any fresh output), the whole vectors of the range are stored as vectors and the partial
-    ones at its two ends element by element after the loop; otherwise each element is stored
-    on its own (``_store_chunks``). Each chunk is read before it is written, by this program
-    only, so ``y`` may be ``x``.
+    With ``VEC`` > 1 (both rows contiguous) the body is stored as vectors where the output
+    range sits at the same place in its 16-byte blocks as the input (same strides, and
+    pointers aligned alike: any fresh output), element by element otherwise, and the elements
+    around it apart, after it (their loads issued first, so their latency overlaps the body's).
+    Each element is read before it is written, by this program only, so ``y`` may be ``x``.
     """
     norm = _norm(d, LOG)
-    n = hi - lo
-    base, lead, span = _range_window(x_row, x_col_stride, lo, hi, VEC)
-    # Lane p of the window is y_start[p * y_col_stride].
-    y_start = y_row + (lo - lead) * y_col_stride
-    # _store_chunks is called from two branches: the runtime test needs y's lead, which only a
-    # window has, and the casts that give it must not be traced where VEC is 1 (Ascend).
+    base, a, body = _range_body(x_row, x_col_stride, lo, hi, VEC)
+    # _store_chunks is called from three branches: the runtime test needs y's alignment, and
+    # the casts that give it must not be traced where VEC is 1 (Ascend).
     if VEC > 1:
-        y_win, y_lead, _ = _window(y_start, n, VEC)
-        if y_lead == 0:
-            # Lanes [body_lo, body_hi) are the range's whole vectors.
-            body_lo = tl.multiple_of((lead + VEC - 1) // VEC * VEC, VEC)
-            body_hi = tl.multiple_of(tl.maximum((lead + n) // VEC * VEC, body_lo), VEC)
-            n_chunks = tl.cdiv(span, BLOCK_N)
-            for k in tl.range(0, n_chunks):  # last chunk first, as in _store_chunks
-                p = tl.multiple_of((n_chunks - 1 - k) * BLOCK_N, BLOCK_N) + cols
-                # Only the body's lanes are stored: the others need not be set to -inf.
-                x = tl.load(base + p, mask=p < span, other=0.0, eviction_policy=EVICT)
-                tl.store(y_win + p, _finish(x.to(ACC_TY) * scale, shift, norm, LOG).to(OUT_TY),
-                         mask=(p >= body_lo) & (p < body_hi), cache_modifier=STORE_CACHE)
-            # The partial vectors: lanes [lead, body_lo) and [body_hi, lead + n).
-            q = tl.arange(0, 2 * VEC)
-            p = tl.where(q < VEC, q, body_hi - VEC + q)
-            edge = _in_window(p, lead, n, VEC) & ((p < body_lo) | (p >= body_hi))
-            x = tl.load(base + p, mask=edge, other=0.0).to(ACC_TY) * scale
-            tl.store(y_win + p, _finish(x, shift, norm, LOG).to(OUT_TY), mask=edge,
-                     cache_modifier=STORE_CACHE)
+        ITEM: tl.constexpr = y_row.dtype.element_ty.primitive_bitwidth // 8
+        e, e_mask = _edge_lanes(a, body, hi - lo, VEC)
+        xe = _load(x_row + lo + e, e_mask, scale, ACC_TY, EVICT)
+        y_a, _ = _aligned_body(y_row + lo, hi - lo, VEC)
+        if y_a == a:
+            _store_chunks(base, body, tl.multiple_of(y_row + lo + a, VEC * ITEM), 1, 1, shift,
+                          norm, scale, cols, BLOCK_N, OUT_TY, ACC_TY, LOG, EVICT, STORE_CACHE,
+                          VEC)
         else:
-            _store_chunks(base, lead, span, n, y_start, x_col_stride, y_col_stride, shift, norm,
-                          scale, cols, BLOCK_N, OUT_TY, ACC_TY, LOG, EVICT, STORE_CACHE, VEC)
+            _store_chunks(base, body, y_row + lo + a, 1, 1, shift, norm, scale, cols, BLOCK_N,
+                          OUT_TY, ACC_TY, LOG, EVICT, STORE_CACHE, VEC)
+        tl.store(y_row + lo + e, _finish(xe, shift, norm, LOG).to(OUT_TY), mask=e_mask,
+                 cache_modifier=STORE_CACHE)
     else:
-        _store_chunks(base, lead, span, n, y_start, x_col_stride, y_col_stride, shift, norm,
-                      scale, cols, BLOCK_N, OUT_TY, ACC_TY, LOG, EVICT, STORE_CACHE, VEC)
+        _store_chunks(base, body, y_row + lo * y_col_stride, x_col_stride, y_col_stride, shift,
+                      norm, scale, cols, BLOCK_N, OUT_TY, ACC_TY, LOG, EVICT, STORE_CACHE, VEC)
+
+
+@triton.jit
+def _store_row_body(y_body, x, xt, cols, n_body, n_cols, y_col_stride, shift, norm,
+                    BLOCK_N: tl.constexpr, TAIL_N: tl.constexpr, INDEX_64: tl.constexpr,
+                    OUT_TY: tl.constexpr, LOG: tl.constexpr, STORE_CACHE: tl.constexpr):
+    # The row kernel's head block ``x`` and tail block ``xt`` (with TAIL_N > 0), columns
+    # ``cols`` and BLOCK_N.. of the ``n_body`` elements at ``y_body``.
+    tl.store(y_body + cols * y_col_stride, _finish(x, shift, norm, LOG).to(OUT_TY),
+             mask=cols < n_body, cache_modifier=STORE_CACHE)
+    if TAIL_N > 0:
+        t_cols, _ = _tail_cols(n_cols, BLOCK_N, TAIL_N, INDEX_64)
+        tl.store(y_body + t_cols * y_col_stride, _finish(xt, shift, norm, LOG).to(OUT_TY),
+                 mask=t_cols < n_body, cache_modifier=STORE_CACHE)
 
 
 @triton.jit(do_not_specialize=["n_rows"])
@@ -296,37 +309,60 @@ def softmax_row_kernel(
     x_outer_stride, x_inner_stride, x_col_stride,
     y_outer_stride, y_inner_stride, y_col_stride, scale,
     BLOCK_N: tl.constexpr, TAIL_N: tl.constexpr, INDEX_64: tl.constexpr, LOG: tl.constexpr,
-    STORE_CACHE: tl.constexpr,
+    STORE_CACHE: tl.constexpr, VEC: tl.constexpr,
 ):
     """A row that fits on chip: one row per iteration as a 1-D block (a 2-D tile of one row
     would spread warps over its size-1 axis and load every element several times), and with
-    ``TAIL_N`` > 0 a second block for columns ``BLOCK_N`` on (see ``_tail_cols``)."""
+    ``TAIL_N`` > 0 a second block for columns ``BLOCK_N`` on (see ``_tail_cols``).
+
+    With ``VEC`` > 1 (contiguous rows) the blocks hold the row's 16-byte aligned body
+    (``_aligned_body``), loaded as vectors, and stored as vectors where the output row sits at
+    the same place in its 16-byte blocks (any fresh output); the fewer than ``2 * VEC``
+    elements around the body are loaded and stored apart. All of a row is loaded before any of
+    it is stored, so ``y`` may be ``x``.
+    """
     OUT_TY: tl.constexpr = y_ptr.dtype.element_ty
     ACC_TY: tl.constexpr = tl.float64 if OUT_TY == tl.float64 else tl.float32
+    ITEM: tl.constexpr = x_ptr.dtype.element_ty.primitive_bitwidth // 8
     cols = _widen(tl.arange(0, BLOCK_N), INDEX_64)
-    mask = cols < n_cols
     for r in tl.range(tl.program_id(0), n_rows, tl.num_programs(0)):
         row = _widen(r, INDEX_64)
-        x_start = _row_start(row, n_inner, x_outer_stride, x_inner_stride)
-        x = _load(x_ptr + x_start + cols * x_col_stride, mask, scale, ACC_TY, "")
+        x_row = x_ptr + _row_start(row, n_inner, x_outer_stride, x_inner_stride)
+        x_body, a, n_body = _range_body(x_row, x_col_stride, 0, n_cols, VEC)
+        if VEC > 1:
+            e, e_mask = _edge_lanes(a, n_body, n_cols, VEC)
+            xe = _load(x_row + e, e_mask, scale, ACC_TY, "")
+        x = _load_body(x_body, cols, n_body, x_col_stride, scale, ACC_TY, "", VEC)
+        xt = x  # the tail block, where there is one
         m = tl.max(x, axis=0)
         if TAIL_N > 0:
-            t_cols, t_mask = _tail_cols(n_cols, BLOCK_N, TAIL_N, INDEX_64)
-            xt = _load(x_ptr + x_start + t_cols * x_col_stride, t_mask, scale, ACC_TY, "")
+            t_cols, _ = _tail_cols(n_cols, BLOCK_N, TAIL_N, INDEX_64)
+            xt = _load_body(x_body, t_cols, n_body, x_col_stride, scale, ACC_TY, "", VEC)
             m = tl.maximum(m, tl.max(xt, axis=0))
+        if VEC > 1:
+            m = tl.maximum(m, tl.max(xe, axis=0))
         shift = _safe_shift(m)
         d = tl.sum(tl.exp(x - shift), axis=0)
         if TAIL_N > 0:
             d += tl.sum(tl.exp(xt - shift), axis=0)
+        if VEC > 1:
+            d += tl.sum(tl.exp(xe - shift), axis=0)
         norm = _norm(d, LOG)
-        # The output address only now: fewer registers held across the loads and reductions.
-        y_start = _row_start(row, n_inner, y_outer_stride, y_inner_stride)
-        tl.store(y_ptr + y_start + cols * y_col_stride, _finish(x, shift, norm, LOG).to(OUT_TY),
-                 mask=mask, cache_modifier=STORE_CACHE)
-        if TAIL_N > 0:
-            tl.store(y_ptr + y_start + t_cols * y_col_stride,
-                     _finish(xt, shift, norm, LOG).to(OUT_TY), mask=t_mask,
+        y_row = y_ptr + _row_start(row, n_inner, y_outer_stride, y_inner_stride)
+        if VEC > 1:
+            tl.store(y_row + e, _finish(xe, shift, norm, LOG).to(OUT_TY), mask=e_mask,
                      cache_modifier=STORE_CACHE)
+            y_a, _ = _aligned_body(y_row, n_cols, VEC)
+            if y_a == a:
+                _store_row_body(tl.multiple_of(y_row + a, VEC * ITEM), x, xt, cols, n_body,
+                                n_cols, y_col_stride, shift, norm, BLOCK_N, TAIL_N, INDEX_64,
+                                OUT_TY, LOG, STORE_CACHE)
+            else:
+                _store_row_body(y_row + a, x, xt, cols, n_body, n_cols, y_col_stride, shift,
+                                norm, BLOCK_N, TAIL_N, INDEX_64, OUT_TY, LOG, STORE_CACHE)
+        else:
+            _store_row_body(y_row, x, xt, cols, n_body, n_cols, y_col_stride, shift, norm,
+                            BLOCK_N, TAIL_N, INDEX_64, OUT_TY, LOG, STORE_CACHE)
 
 
 @triton.jit(do_not_specialize=["n_rows"])
@@ -360,7 +396,7 @@ def softmax_tile_kernel(
             x = tl.load(base[:, None] + lanes, mask=row_mask & (lanes < span[:, None]),
                         other=float("-inf"))
             cols = lanes - lead
-            mask = row_mask & _in_window(lanes, lead, n_cols, VEC)
+            mask = row_mask & _in_window(lanes, lead, n_cols)
             x = tl.where(mask, x.to(ACC_TY) * scale, float("-inf"))
         else:
             cols = lanes
@@ -394,15 +430,14 @@ def softmax_online_kernel(
     y_outer_stride, y_inner_stride, y_col_stride, scale,
     BLOCK_N: tl.constexpr, INDEX_64: tl.constexpr, LOG: tl.constexpr,
     FIRST_EVICT: tl.constexpr, SECOND_EVICT: tl.constexpr, STORE_CACHE: tl.constexpr,
-    VEC: tl.constexpr, STAT_LANES: tl.constexpr, STAT_LANE_VEC: tl.constexpr,
+    VEC: tl.constexpr, STAT_LANES: tl.constexpr,
 ):
     """Rows longer than a block: one row per iteration, two passes over ``BLOCK_N`` chunks.
 
     The first pass reads with L2 eviction policy ``FIRST_EVICT``, the second with
     ``SECOND_EVICT`` (on CUDA ``evict_last`` then ``evict_first``: the first read's lines stay
     in L2 for the second, which needs them no more). The first keeps ``STAT_LANES`` running
-    maxima and sums, each over vectors of ``STAT_LANE_VEC`` elements (``_range_stats``; 0:
-    one)."""
+    maxima and sums (``_range_stats``; 0: one)."""
     OUT_TY: tl.constexpr = y_ptr.dtype.element_ty
     ACC_TY: tl.constexpr = tl.float64 if OUT_TY == tl.float64 else tl.float32
     cols = _widen(tl.arange(0, BLOCK_N), INDEX_64)
@@ -411,7 +446,7 @@ def softmax_online_kernel(
         x_row = x_ptr + _row_start(row, n_inner, x_outer_stride, x_inner_stride)
         y_row = y_ptr + _row_start(row, n_inner, y_outer_stride, y_inner_stride)
         m, d = _range_stats(x_row, x_col_stride, cols, 0, n_cols, scale, BLOCK_N, ACC_TY,
-                            FIRST_EVICT, VEC, STAT_LANES, STAT_LANE_VEC)
+                            FIRST_EVICT, VEC, STAT_LANES)
         _range_normalize(x_row, y_row, x_col_stride, y_col_stride, cols, 0, n_cols,
                          _safe_shift(m), d, scale, BLOCK_N, OUT_TY, ACC_TY, LOG, SECOND_EVICT,
                          STORE_CACHE, VEC)
@@ -440,7 +475,7 @@ def softmax_split_stats_kernel(
         row, lo, hi = _split_range(item, split_cols, n_cols, N_SPLITS)
         x_row = x_ptr + _row_start(row, n_inner, x_outer_stride, x_inner_stride)
         m, d = _range_stats(x_row, x_col_stride, cols, lo, hi, scale, BLOCK_N, ACC_TY, EVICT,
-                            VEC, 0, 1)
+                            VEC, 0)
         tl.store(part_ptr + item, m)
         tl.store(part_ptr + n_items + item, d)
 

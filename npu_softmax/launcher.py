@@ -108,7 +108,8 @@ def plan(layout: RowLayout, itemsize: int, n_cores: int, be: Backend,
          variant: str | None = None, streams: int = 1) -> Plan:
     """Choose the variant and tile for a row matrix of ``itemsize``-byte elements.
 
-    * rows that fit the target's tile: ``tile``, several rows per iteration when they are short;
+    * rows that fit the target's tile: ``tile``, several rows per iteration when they are short
+      (but ``online`` for rows the target runs faster so, ``Backend.online_from``);
     * longer rows, fewer rows than cores: ``split`` (each row shared by several programs);
     * longer rows otherwise: ``online`` (one row per iteration, looped).
 
@@ -131,7 +132,8 @@ def _plan(n_rows: int, n_cols: int, max_offset: int, itemsize: int, n_cores: int
 
     most_splits = triton.cdiv(n_cols, chunk("split"))
     if variant is None:
-        if fits:
+        online_from = be.online_from(itemsize)
+        if fits and (online_from is None or n_cols < online_from or n_rows < n_cores):
             variant = "tile"
         elif n_rows < n_cores and most_splits > 1:
             variant = "split"
@@ -287,8 +289,7 @@ def prepare_softmax(x_dtype: torch.dtype, y_dtype: torch.dtype, device: torch.de
     device_index = device.index or 0
     itemsize = max(x_dtype.itemsize, y_dtype.itemsize)
     p = plan(layout, itemsize, core_count(device_index), be, variant)
-    # Rows that are not 16-byte aligned may be read through aligned windows (not in the row
-    # kernel, which takes no VEC).
+    # Rows that are not 16-byte aligned may be read through aligned windows.
     vec = be.window_vec(layout, p, x_dtype.itemsize)
     options = be.options(p, itemsize)
     key = (p, x_dtype, y_dtype, log, be.name, device.type, device_index, vec,
@@ -301,16 +302,16 @@ def prepare_softmax(x_dtype: torch.dtype, y_dtype: torch.dtype, device: torch.de
     every_row = (*rows, *layout.x_strides, *layout.y_strides, scale)
     if p.variant == "tile" and p.block_m == 1:
         steps = (_Step(K.softmax_row_kernel, key, layout.n_rows, (1, 0), every_row,
-                       {**flags, "TAIL_N": p.tail_n}, options),)
+                       {**flags, "TAIL_N": p.tail_n, "VEC": vec}, options),)
     elif p.variant == "tile":
         steps = (_Step(K.softmax_tile_kernel, key, triton.cdiv(layout.n_rows, p.block_m),
                        (1, 0), every_row,
                        {**flags, "BLOCK_M": p.block_m, "TAIL_N": p.tail_n, "VEC": vec}, options),)
     elif p.variant == "online":
-        lanes, lane_vec = be.stat_lanes(p, x_dtype.itemsize, vec)
-        steps = (_Step(K.softmax_online_kernel, (*key, lanes, lane_vec), layout.n_rows, (1, 0),
+        lanes = be.stat_lanes(p, x_dtype.itemsize)
+        steps = (_Step(K.softmax_online_kernel, (*key, lanes), layout.n_rows, (1, 0),
                        every_row, {**flags, "FIRST_EVICT": first, "SECOND_EVICT": second,
-                                   "VEC": vec, "STAT_LANES": lanes, "STAT_LANE_VEC": lane_vec},
+                                   "VEC": vec, "STAT_LANES": lanes},
                        options),)
     else:
         # Pass 1 writes each (row, split)'s max and sum into the scratch operand (index 2),

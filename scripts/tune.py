@@ -59,9 +59,9 @@ def tile_configs(x: torch.Tensor, y: torch.Tensor, lay: RowLayout,
                  sms: int) -> Iterator[tuple[str, Callable]]:
     """The row kernel (one row per block) and the tile kernel (several rows per block), each
     with the row in one power-of-two block and, where that takes fewer lanes, as a head of half
-    that block and a power-of-two tail (``Backend.tail_block``); tiles of rows that are not
-    16-byte aligned also through aligned windows (``VEC``). Grids of 1 to 64 programs per SM:
-    the launcher runs at least 32 per SM for programs under 16 warps (``MIN_PROGRAMS_PER_SM``)."""
+    that block and a power-of-two tail (``Backend.tail_block``); rows that are not 16-byte
+    aligned also through aligned windows (``VEC``). Grids of 1 to 64 programs per SM: the
+    launcher runs at least 32 per SM for programs under 16 warps (``MIN_PROGRAMS_PER_SM``)."""
     m, n = x.shape
     full, tail = triton.next_power_of_2(n), head_tail(n)
     blocks = [(full, 0)] + ([(full // 2, tail)] if tail else [])
@@ -76,7 +76,7 @@ def tile_configs(x: torch.Tensor, y: torch.Tensor, lay: RowLayout,
         grid = (min(sms * per_sm, triton.cdiv(m, block_m)),)
         kernel = K.softmax_tile_kernel if block_m > 1 else K.softmax_row_kernel
         for vec in _vecs(x, lay, "tile", block_m, block_n, tail_n):
-            tile = {"BLOCK_M": block_m, "VEC": vec} if block_m > 1 else {}
+            tile = {"BLOCK_M": block_m, "VEC": vec} if block_m > 1 else {"VEC": vec}
 
             def run(kernel=kernel, grid=grid, tile=tile, block_n=block_n, tail_n=tail_n,
                     warps=warps, stages=stages) -> None:
@@ -90,33 +90,30 @@ def tile_configs(x: torch.Tensor, y: torch.Tensor, lay: RowLayout,
 def online_configs(x: torch.Tensor, y: torch.Tensor, lay: RowLayout,
                    sms: int) -> Iterator[tuple[str, Callable]]:
     """The looped kernel: chunk length, warps, stages, programs per SM (16: the launcher's
-    waves for wide programs), L2 eviction policies of its two reads, aligned windows, and one
-    running max and sum, one per element of a vector load, or one per thread over its vector
-    (``STAT_LANES``, ``STAT_LANE_VEC``)."""
+    waves for wide programs), L2 eviction policies of its two reads, aligned bodies, and one
+    running max and sum or one per element of a vector load (``STAT_LANES``)."""
     # Chunks are far longer than a vector: windows fit all of them or none.
     vecs = _vecs(x, lay, "online", 1, 8192)
     per_thread = 16 // x.element_size()
     for block_n, warps, stages, per_sm, evict, vec, form in itertools.product(
             (8192, 16384, 32768), (8, 16, 32), (1, 2), (1, 2, 16), (False, True), vecs,
-            ("one", "lanes", "vectors")):
+            ("one", "lanes")):
         if block_n // (warps * 32) > 64:  # more elements a thread than registers hold
             continue
         grid = (min(sms * per_sm, x.shape[0]),)
         first, second = (FIRST_EVICT, SECOND_EVICT) if evict else ("", "")
-        lanes, lane_vec = {"one": (0, 1), "lanes": (warps * 32 * per_thread, 1),
-                           "vectors": (warps * 32, per_thread)}[form]
+        lanes = {"one": 0, "lanes": min(block_n, warps * 32 * per_thread)}[form]
 
         def run(block_n=block_n, grid=grid, warps=warps, stages=stages, first=first,
-                second=second, vec=vec, lanes=lanes, lane_vec=lane_vec) -> None:
+                second=second, vec=vec, lanes=lanes) -> None:
             K.softmax_online_kernel[grid](y, x, *_rows(lay), *lay.y_strides, 1.0,
                                           BLOCK_N=block_n, INDEX_64=False, LOG=False,
                                           FIRST_EVICT=first, SECOND_EVICT=second,
                                           STORE_CACHE=STORE, VEC=vec, STAT_LANES=lanes,
-                                          STAT_LANE_VEC=lane_vec, num_warps=warps,
-                                          num_stages=stages)
+                                          num_warps=warps, num_stages=stages)
         yield (f"BLOCK_N={block_n} warps={warps} stages={stages} programs/SM={per_sm} "
                f"evict={first or 'default'}/{second or 'default'} VEC={vec} "
-               f"STAT_LANES={lanes}x{lane_vec}", run)
+               f"STAT_LANES={lanes}", run)
 
 
 def split_configs(x: torch.Tensor, y: torch.Tensor, lay: RowLayout,
@@ -194,7 +191,7 @@ def host_costs() -> None:
         "kept Launch(x, y)": lambda: kept(x, y),
         "Triton kernel[grid](...)": lambda: K.softmax_row_kernel[(4,)](
             y, x, *_rows(lay), *lay.y_strides, 1.0, BLOCK_N=128, TAIL_N=0, INDEX_64=False,
-            LOG=False, STORE_CACHE=STORE, num_warps=4, num_stages=1),
+            LOG=False, STORE_CACHE=STORE, VEC=1, num_warps=4, num_stages=1),
         "eager.forward_signature": lambda: eager.forward_signature(x, -1, None, None, None,
                                                                   False),
         "torch.empty": lambda: torch.empty((4, 128), dtype=torch.float32, device=x.device),

@@ -1,7 +1,7 @@
-"""Rows that do not start on a 16-byte boundary, which the tile and looped kernels may read
-through aligned windows (``Backend.window_vec``): which plans take one, and the answers on
-misaligned tensors, views and outputs, with NaN/inf in the lanes a window shares with the
-neighbouring rows."""
+"""Rows that do not start on a 16-byte boundary, which the kernels may read in whole vectors
+(``Backend.window_vec``: aligned windows in the tile kernel, the row's aligned body in the
+others): which plans do, and the answers on misaligned tensors, views and outputs, with
+NaN/inf in the lanes a window shares with the neighbouring rows."""
 
 from __future__ import annotations
 
@@ -33,7 +33,7 @@ def _vec(be: object, shape: tuple[int, int], itemsize: int, strides: tuple[int, 
 
 
 @pytest.mark.parametrize("dtype,vec", VECS)
-def test_cuda_windows_short_misaligned_tiles_and_online_rows(dtype: torch.dtype,
+def test_cuda_windows_short_misaligned_tiles_and_looped_rows(dtype: torch.dtype,
                                                              vec: int) -> None:
     be = CudaBackend("cuda", 90)
     size = dtype.itemsize
@@ -46,17 +46,26 @@ def test_cuda_windows_short_misaligned_tiles_and_online_rows(dtype: torch.dtype,
     # 16-divisible rows load as vectors already; strided rows cannot use a window.
     assert _vec(be, (8192, 336), size)[1] == 1
     assert _vec(be, (8192, 333), size, strides=(1, 8192))[1] == 1
-    # One row per block (the row kernel takes no window), and tiles of longer rows.
-    p, got = _vec(be, (200, 3001), size)
+    # One row per block (the row kernel: its aligned body) in more than 1024 lanes, with a
+    # tail block too; tiles of several longer rows never.
+    for shape in ((200, 3001), (4096, 10001), (64, 20001)):
+        p, got = _vec(be, shape, size)
+        assert (p.variant, p.block_m, got) == ("tile", 1, vec), shape
+    p, got = _vec(be, (1823, 781), size)
     assert p.block_m == 1 and got == 1
     p, got = _vec(be, (4096, 1500), size)
     assert p.block_m > 1 and p.block_n == 2048 and got == 1
-    # Online rows; the split kernels never (they ran slower through windows on the H100).
+    # 2-byte rows of 12289+ elements run the online kernel, through windows, where rows are
+    # as many as SMs; fewer rows stay in a tile.
+    p, got = _vec(be, (2048, 20001), size)
+    assert (p.variant, got) == ("tile" if size == 4 else "online", vec)
+    assert _vec(be, (2048, 12288), size)[0].variant == "tile"
+    # Online and split rows: their aligned body.
     p, got = _vec(be, (4096, 50257), size)
     assert p.variant == "online" and got == vec
     assert _vec(be, (4096, 50257), size, strides=(1, 4096))[1] == 1
     p, got = _vec(be, (8, 50257), size)
-    assert p.variant == "split" and got == 1
+    assert p.variant == "split" and got == vec
 
 
 def test_windows_off_on_ascend_on_wherever_they_apply_under_the_interpreter() -> None:
@@ -65,6 +74,9 @@ def test_windows_off_on_ascend_on_wherever_they_apply_under_the_interpreter() ->
         # 3500 columns: a tile with no tail block (3001 would be 2048 + 1024).
         assert _vec(InterpreterBackend(), (64, 3500), 4, variant=variant, cores=4)[1] == 4
     assert _vec(InterpreterBackend(), (64, 3001), 4, variant="tile", cores=4)[1] == 1
+    # One row per block (the row kernel), with a tail block too (2048 + 1024 lanes).
+    p, got = _vec(InterpreterBackend(), (3, 3001), 2, variant="tile", cores=4)
+    assert (p.block_m, p.tail_n, got) == (1, 1024, 8)
     # Chunks shorter than a vector: rows of 2 float32 or 3 bfloat16 elements (blocks of 2, 4).
     assert _vec(InterpreterBackend(), (64, 2), 4, variant="online", cores=4)[1] == 1
     assert _vec(InterpreterBackend(), (64, 3), 2, variant="online", cores=4)[1] == 1
@@ -75,12 +87,13 @@ def test_windows_off_on_ascend_on_wherever_they_apply_under_the_interpreter() ->
 
 @pytest.mark.parametrize("variant", [None, "tile", "online", "split"])
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16])
-@pytest.mark.parametrize("cols", [333, 3500])
+# Three rows: one to a block (the row kernel, reading its aligned body), 20001 columns in a
+# head and a tail block on CUDA too.
+@pytest.mark.parametrize("rows,cols", [(19, 333), (19, 3500), (3, 3001), (3, 20001)])
 def test_misaligned_tensors_views_and_outputs(kernel_device: str, variant: str | None,
-                                              dtype: torch.dtype, cols: int) -> None:
+                                              dtype: torch.dtype, rows: int, cols: int) -> None:
     """Inputs and outputs starting anywhere in a 16-byte block, a column slice (rows of another
     row stride), and in place, each into a NaN-poisoned output."""
-    rows = 19
     flat = (torch.randn(rows * cols + 16, device=kernel_device) * 4).to(dtype)
     buf = torch.empty(rows * cols + 16, dtype=dtype, device=kernel_device)
     for x_off, y_off in ((0, 0), (1, 1), (5, 1), (1, 0), (3, 5), (7, 2)):
@@ -119,11 +132,12 @@ def test_neighbour_nan_and_inf_stay_out_of_a_row(kernel_device: str, variant: st
     assert_softmax_close(out, ref)
 
 
-#: Compiles the tile kernel for an sm_90 GPU (no GPU needed; pointers 16-byte aligned, the other
-#: arguments as the launcher passes a contiguous float row matrix) and prints the PTX's global
-#: load instructions; exits 3 where this Triton has no NVIDIA backend (triton-ascend). Run in
-#: its own process: Triton's interpreter, which the CPU suite runs under, cannot compile.
-_LOADS_OF_TILE = """
+#: Compiles the tile kernel (4 rows of 512 lanes) or the row kernel (a head of 4096 lanes and a
+#: tail of 1024) for an sm_90 GPU (no GPU needed; pointers 16-byte aligned, the other arguments
+#: as the launcher passes a contiguous row matrix) and prints the PTX's global load and store
+#: instructions; exits 3 where this Triton has no NVIDIA backend (triton-ascend). Run in its
+#: own process: Triton's interpreter, which the CPU suite runs under, cannot compile.
+_GLOBAL_ACCESSES = """
 import json, re, sys
 from triton.backends import backends
 if "nvidia" not in backends:
@@ -133,34 +147,45 @@ from triton.backends.compiler import GPUTarget
 from triton.compiler import ASTSource
 from npu_softmax import kernels as K
 
-dtype, vec = sys.argv[1], int(sys.argv[2])
-fn = K.softmax_tile_kernel
+dtype, vec, kernel = sys.argv[1], int(sys.argv[2]), sys.argv[3]
 runtime = {"y_ptr": "*" + dtype, "x_ptr": "*" + dtype, "n_rows": "i32", "n_cols": "i32",
            "n_inner": "i32", "x_outer_stride": "i32", "y_outer_stride": "i32", "scale": "fp32"}
 fixed = {"x_inner_stride": 0, "x_col_stride": 1, "y_inner_stride": 0, "y_col_stride": 1,
-         "BLOCK_M": 4, "BLOCK_N": 512, "TAIL_N": 0, "INDEX_64": False, "LOG": False,
-         "STORE_CACHE": "", "VEC": vec}
+         "INDEX_64": False, "LOG": False, "STORE_CACHE": "", "VEC": vec}
+if kernel == "tile":
+    fn, fixed = K.softmax_tile_kernel, {**fixed, "BLOCK_M": 4, "BLOCK_N": 512, "TAIL_N": 0}
+else:
+    fn, fixed = K.softmax_row_kernel, {**fixed, "BLOCK_N": 4096, "TAIL_N": 1024}
 signature = {n: runtime.get(n, "constexpr") for n in fn.arg_names}
 src = ASTSource(fn, signature, constexprs=fixed,
                 attrs={(0,): [["tt.divisibility", 16]], (1,): [["tt.divisibility", 16]]})
 ptx = triton.compile(src, target=GPUTarget("cuda", 90, 32),
                      options={"num_warps": 4, "num_stages": 1}).asm["ptx"]
-print(json.dumps(sorted(set(re.findall(r"ld\\.global\\S*", ptx)))))
+print(json.dumps({op: sorted(set(re.findall(op + r"\\.global\\S*", ptx)))
+                  for op in ("ld", "st")}))
 """
 
 
+@pytest.mark.parametrize("kernel", ["tile", "row"])
 @pytest.mark.parametrize("dtype,vec", [("fp32", 4), ("bf16", 8)])
-def test_windowed_tile_loads_are_16_byte_vectors(dtype: str, vec: int) -> None:
-    """On CUDA, rows of a length that is not a multiple of 16 load one element per instruction,
-    and as 16-byte vectors through windows: the point of them."""
-    loads = {}
+def test_windowed_loads_and_stores_are_16_byte_vectors(kernel: str, dtype: str,
+                                                        vec: int) -> None:
+    """On CUDA, rows of a length that is not a multiple of 16 load and store one element per
+    instruction, and load as 16-byte vectors through windows: the point of them. The row
+    kernel loads and stores the row's aligned body as vectors (the elements around it one by
+    one)."""
+    ops = {}
     for v in (1, vec):
-        done = subprocess.run([sys.executable, "-c", _LOADS_OF_TILE, dtype, str(v)],
+        done = subprocess.run([sys.executable, "-c", _GLOBAL_ACCESSES, dtype, str(v), kernel],
                               capture_output=True, text=True,
                               env={**os.environ, "TRITON_INTERPRET": "0"})
         if done.returncode == 3:
             pytest.skip("this Triton has no NVIDIA backend")
         assert done.returncode == 0, done.stderr[-2000:]
-        loads[v] = json.loads(done.stdout.splitlines()[-1])
-    assert loads[1] and not any(".v" in op for op in loads[1])
-    assert loads[vec] and all(".v4." in op for op in loads[vec])
+        ops[v] = json.loads(done.stdout.splitlines()[-1])
+    assert ops[1]["ld"] and not any(".v" in op for op in ops[1]["ld"] + ops[1]["st"])
+    if kernel == "tile":
+        assert ops[vec]["ld"] and all(".v4." in op for op in ops[vec]["ld"])
+    else:
+        assert any(".v4." in op for op in ops[vec]["ld"])
+        assert any(".v4." in op for op in ops[vec]["st"])

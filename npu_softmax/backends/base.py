@@ -26,33 +26,28 @@ def window_fit(layout: RowLayout, plan: Plan, itemsize: int) -> int:
     docstring), 1 where they read rows as they are, on any target.
 
     Windows need contiguous row elements (in the output too), and rows that Triton cannot
-    already prove 16-byte aligned (row length or a row stride not divisible by 16); a tile must
-    hold a row's window in its block, with no tail, and a chunk at least one vector. The row
-    kernel never takes one.
+    already prove 16-byte aligned (row length or a row stride not divisible by 16); a tile of
+    several rows must hold a row's window in its block, with no tail, and a chunk at least one
+    vector. The row kernel (a tile of one row) holds the row's aligned body instead, which
+    always fits.
     """
     vec = 16 // itemsize
     if (vec < 2 or plan.block_n < vec or layout.vector_rows()
             or layout.x_strides[2] != 1 or layout.y_strides[2] != 1):
         return 1
-    if plan.variant == "tile" and (plan.block_m == 1 or plan.tail_n
-                                   or layout.n_cols + vec - 1 > plan.block_n):
+    if plan.variant == "tile" and plan.block_m > 1 and (
+            plan.tail_n or layout.n_cols + vec - 1 > plan.block_n):
         return 1
     return vec
 
 
-def stat_lanes_per_vector(plan: Plan, itemsize: int, vec: int,
-                          threads: int) -> tuple[int, int]:
+def stat_lanes_per_vector(plan: Plan, itemsize: int, threads: int) -> int:
     """``Backend.stat_lanes`` for a program of ``threads`` threads that load 16-byte vectors,
     in the online kernel only: one running max and sum per element of such a load of the whole
-    program; for 2-byte rows read through windows (``vec`` > 1) one per thread, over its
-    vector, since the window's masks and a running pair per element need more registers than
-    a program may take and still share its SM."""
+    program."""
     if plan.variant != "online":
-        return 0, 1
-    per_thread = max(1, 16 // itemsize)
-    if itemsize == 2 and vec > 1 and threads * per_thread <= plan.block_n:
-        return threads, per_thread
-    return min(plan.block_n, threads * per_thread), 1
+        return 0
+    return min(plan.block_n, threads * max(1, 16 // itemsize))
 
 
 class Backend:
@@ -106,16 +101,20 @@ class Backend:
         ``itemsize`` bytes: ``window_fit``'s where this target ``windows`` the plan, else 1."""
         return window_fit(layout, plan, itemsize) if self.windows(plan, itemsize) else 1
 
-    def stat_lanes(self, plan: Plan, itemsize: int, vec: int) -> tuple[int, int]:
+    def stat_lanes(self, plan: Plan, itemsize: int) -> int:
         """Running maxima and sums the online kernel keeps in its first pass over a row of
-        ``itemsize``-byte elements read with ``VEC`` ``vec``, and the contiguous elements each
-        takes at a time (``kernels._range_stats``): ``(0, 1)`` for one pair, reduced at every
+        ``itemsize``-byte elements (``kernels._range_stats``): 0 for one, reduced at every
         chunk; here always."""
-        return 0, 1
+        return 0
 
     def tile_elems(self, itemsize: int) -> int:
         """Most elements one program may hold on chip in one iteration (a power of two)."""
         raise NotImplementedError
+
+    def online_from(self, itemsize: int) -> int | None:
+        """Shortest row of ``itemsize``-byte elements that runs the online kernel although it
+        fits a tile, where the rows are at least as many as the cores; None (here): none."""
+        return None
 
     def chunk_elems(self, itemsize: int, variant: str, n_cols: int) -> int:
         """Chunk length of the looped kernels (``variant``: ``"online"`` or ``"split"``) for rows

@@ -43,6 +43,13 @@ WINDOW_TILE_LANES = {4: 1024, 2: 128}
 ONE_WARP_ROW_LANES = (257, 1024)
 #: Longest 2-byte row the online kernel reads in chunks of 16384 rather than 32768 elements.
 MAX_HALF_CHUNK_COLS = 5 * 16384
+#: Rows held one to a program (the row kernel) in more lanes than this, head and tail, read
+#: their aligned body as vectors when they are not 16-byte aligned (``CudaBackend.windows``).
+MIN_WINDOW_ROW_LANES = 1024
+#: 2-byte rows that are not 16-byte aligned and longer than this (a head block of 16384 or
+#: more) run the online kernel, which reads them through windows, rather than a tile
+#: (``CudaBackend.online_from``).
+MAX_UNALIGNED_HALF_TILE_COLS = 12288
 
 
 class CudaBackend(Backend):
@@ -95,37 +102,59 @@ class CudaBackend(Backend):
         return 4
 
     def windows(self, plan: Plan, itemsize: int) -> bool:
-        # Tiles of float32 rows of up to 1024 elements, and online rows. Through the API on the H100
-        # (2026-11-23, docs/tuning.md): fp32 4096x1000 1958 -> 2067 GB/s. With whole-vector
-        # stores, in a lab copy of the online kernel: fp32 4096x50257 2489 -> 2919, bf16
-        # 1862 -> 2118 (1345 with neither). Tiles of 2048-element rows lost (fp32 4096x1500
-        # 2169 -> 1645), and so did the split kernels (bf16 8x50257 203 -> 143).
-        # 2-byte tiles only for rows of up to 128 elements: through the API on the H100
-        # (2026-11-23, fifth session, docs/tuning.md), with the tiles below, bf16 65536x100
-        # 1174 -> 1489 GB/s, 131072x50 942 -> 1151, but 65536x333 1904 -> 1673, 8192x333 1089
-        # -> 904, 8192x200 797 -> 756.
-        # Float32 tiles of four 512-lane rows lose with windows: through the API on the H100
-        # (2026-11-23, sixth session, docs/tuning.md), fp32 65536x333 2686 without against
-        # 2594 with, 16384x300 2323 against 2018.
+        # Tiles of several rows through windows: float32 rows of up to 1024 elements, through
+        # the API on the H100 (2026-11-23, docs/tuning.md): fp32 4096x1000 1958 -> 2067 GB/s;
+        # tiles of 2048-element rows lost (fp32 4096x1500 2169 -> 1645). 2-byte tiles only for
+        # rows of up to 128 elements (2026-11-23, fifth session): bf16 65536x100 1174 -> 1489
+        # GB/s, 131072x50 942 -> 1151, but 65536x333 1904 -> 1673, 8192x333 1089 -> 904,
+        # 8192x200 797 -> 756. Float32 tiles of four 512-lane rows lose with windows (sixth
+        # session): fp32 65536x333 2686 without against 2594 with, 16384x300 2323 against 2018.
+        # Rows of more than 1024 lanes one to a program (the row kernel) read their aligned
+        # body as vectors. Through the API on the H100 (2026-11-24, eighth session), 3 rounds,
+        # against element loads: fp32 2048x20001 2053 -> 2666 GB/s, 2048x32001 2435 -> 2815,
+        # 4096x2049 2199 -> 2363, 8192x9001 2193 -> 2260; bf16 4096x2049 1401 -> 1492,
+        # 8192x3001 2152 -> 2305, 4096x10001 1658 -> 1722, 64x20001 456 -> 499. Rows of up to
+        # 1024 lanes (one-warp 2-byte rows, few float32 rows of 781-1000) lost: bf16 65536x333
+        # 2181 -> 1916.
+        if plan.variant == "tile" and plan.block_m == 1:
+            return itemsize <= 4 and plan.block_n + plan.tail_n > MIN_WINDOW_ROW_LANES
         if plan.variant == "tile":
             if itemsize == 4 and plan.block_n == 512:
                 return False
             return plan.block_n <= WINDOW_TILE_LANES.get(itemsize, 0)
-        return plan.variant == "online" and itemsize <= 4
+        # The looped kernels read the aligned body of every range. The online kernel, through
+        # windows then (2026-11-23, third session), with whole-vector stores: fp32 4096x50257
+        # 2489 -> 2919 GB/s, bf16 1345 -> 2118; the aligned body against windows (eighth
+        # session): fp32 4096x40001 2584 -> 2897, bf16 4096x50257 2193 -> 2405 (with pairs
+        # per lane, ``stat_lanes``). The split kernels (eighth session), 3 rounds, against
+        # element loads: bf16 64x151937 1169 -> 1470 GB/s, 128x50257 1091 -> 1323, 48x100003
+        # 993 -> 1207, 16x262147 861 -> 986; fp32 64x151937 1508 -> 1655, 48x100003 1453 ->
+        # 1561; bf16 8x50257 fell 202 -> 173 (a 0.8 MB tensor), 4x262147 and 8x151937 by 1-3%.
+        return itemsize <= 4
 
-    def stat_lanes(self, plan: Plan, itemsize: int, vec: int) -> tuple[int, int]:
+    def online_from(self, itemsize: int) -> int | None:
+        # 2-byte rows that are not 16-byte aligned, of more than 12288 elements (a head block
+        # of 16384 or more), in the forward. Through the API on the H100 (2026-11-24, eighth
+        # session, docs/tuning.md), 3 rounds, against the row kernel reading the aligned body:
+        # bf16 4096x12345 1616 -> 1800 GB/s, 4096x16001 1941 -> 2157, 2048x20001 1588 -> 1664,
+        # 1024x30001 1954 -> 2072, 2048x32001 2248 -> 2308, fp16 4096x12345 1608 -> 1815; rows
+        # of a head of 8192 and a tail lost (bf16 4096x10001 1722 -> 1516, 8192x9001 1743 ->
+        # 1427), and float32 rows (2048x20001 2680 -> 2422).
+        if self.streams == 1 and self.unaligned_rows and itemsize == 2:
+            return MAX_UNALIGNED_HALF_TILE_COLS + 1
+        return None
+
+    def stat_lanes(self, plan: Plan, itemsize: int) -> int:
         # Running max and sum per vector lane in the online kernel's first pass. A lab copy of
         # the kernel, one process per form, two rounds, through the API on the H100
         # (2026-11-23, seventh session, docs/tuning.md), against one reduced at every chunk:
         # fp32 4096x50257 2672 -> 2822 GB/s, 4096x40000 2739 -> 2949, 441x151936 2084 -> 2118;
         # bf16 256x151936 2045 -> 2162, 441x151936 2007 -> 2124, 4096x40000 2548 -> 2664,
-        # 1024x65536 2611 -> 2572. bf16 4096x50257 (windows) fell 2094 -> 1705 so: 78
-        # registers, one program an SM instead of two; with a pair per thread over its vector
-        # instead, against one pair (three rounds): 2087 -> 2194, 1000x100003 1718 -> 1927,
-        # 512x151937 1815 -> 1962, fp16 4096x50257 2126 -> 2232, 4096x40001 level. The split
-        # kernels' first pass lost with pairs per lane (bf16 16x262144 1241 -> 1155) and
-        # keeps one.
-        return stat_lanes_per_vector(plan, itemsize, vec, 32 * self._warps(plan, itemsize))
+        # 1024x65536 2611 -> 2572. On 2-byte rows that are not 16-byte aligned, read from their
+        # aligned body (2026-11-24, eighth session), against a pair per thread: bf16 4096x50257
+        # 2008 -> 2400, 4096x40001 2050 -> 2520, 1000x100003 1920 -> 2072. The split kernels'
+        # first pass lost with pairs per lane (bf16 16x262144 1241 -> 1155) and keeps one.
+        return stat_lanes_per_vector(plan, itemsize, 32 * self._warps(plan, itemsize))
 
     # Sizes below come from scripts/tune.py on an H100 (2026-11-22): a row of up to 32768
     # elements held in registers by one program (32 warps from 32768) runs at 95-99% of the

@@ -23,10 +23,10 @@ class InterpreterBackend(Backend):
         # Wherever they apply, so the tests run the aligned-window form of every kernel.
         return True
 
-    def stat_lanes(self, plan: Plan, itemsize: int, vec: int) -> tuple[int, int]:
+    def stat_lanes(self, plan: Plan, itemsize: int) -> int:
         # CUDA's rule (``CudaBackend.stat_lanes``) on a 128-thread program, so the tests run
-        # every form of the online kernel's first pass.
-        return stat_lanes_per_vector(plan, itemsize, vec, threads=128)
+        # both forms of the online kernel's first pass.
+        return stat_lanes_per_vector(plan, itemsize, threads=128)
 
     def tile_elems(self, itemsize: int) -> int:
         return 1 << 15
