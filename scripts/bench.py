@@ -33,9 +33,10 @@ SHAPES = [
     (4096, 32768), (64, 65536), (16, 262144), (4, 1048576),
     (1, 151936), (8, 151936), (32, 151936), (64, 151936), (64, 128256), (1, 131072),
     (1024, 65536), (256, 151936),
-    # Rows that are not 16-byte aligned: short rows, and GPT-2's 50257-entry vocabulary.
+    # Rows that are not 16-byte aligned: short rows, rows that fit a tile, and GPT-2's
+    # 50257-entry vocabulary.
     (8192, 200), (8192, 333), (65536, 100), (65536, 333), (32768, 777), (2048, 1000),
-    (4096, 50257), (8, 50257),
+    (4096, 10001), (2048, 20001), (4096, 50257), (8, 50257),
 ]
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16}
 
