@@ -153,3 +153,16 @@ def test_cuda_warps_of_one_row_a_program(n_cols: int, itemsize: int, warps: int)
             continue
         assert (p.variant, p.block_m, p.tail_n) == ("tile", 1, 0)
         assert be.for_layout(layout, streams).options(p, itemsize)["num_warps"] == warps
+
+
+@pytest.mark.parametrize("n_cols,warps", [(10001, 16), (12352, 32), (16383, 16)])
+def test_cuda_warps_of_float32_rows_of_16384_lanes(n_cols: int, warps: int) -> None:
+    """Float32 rows of 8193-16384 elements take 32 warps, but 16 in the forward where they are
+    not 16-byte aligned (the row kernel reads their aligned body)."""
+    be = CudaBackend("cuda", 90)
+    layout = _contiguous(4096, n_cols)
+    p = launcher.plan(layout, 4, 132, be)
+    assert (p.variant, p.block_m, p.block_n) == ("tile", 1, 16384)
+    assert be.for_layout(layout).options(p, 4)["num_warps"] == warps
+    p = launcher.plan(layout, 4, 132, be, streams=2)
+    assert be.for_layout(layout, 2).options(p, 4)["num_warps"] == 32

@@ -246,6 +246,12 @@ class CudaBackend(Backend):
                 # 8192x3000 2649 -> 2758, 4096x4000 level; the backward level or faster
                 # (4096x2500 2432 -> 2581). Blocks of 8192 lost with 8 (4096x5000 2505 -> 2447).
                 return 8
+            if itemsize == 4 and block_n == 16384 and self.unaligned_rows and self.streams == 1:
+                # Float32 rows of 8193-16384 elements that are not 16-byte aligned (their
+                # aligned body as vectors) keep 16. The row kernel launched directly on the
+                # H100 (2026-11-24, eighth session, docs/tuning.md), against 32 warps:
+                # 4096x10001 2279 -> 2795 GB/s, 4096x12345 2557 -> 2808.
+                return 16
             if itemsize >= 4:
                 # 16 elements a thread: 16384 with 16 warps needs 72 registers, one program an
                 # SM, 79-97% of the roof (rows of 8448-16384); with 32 warps 98-99%.
