@@ -289,7 +289,8 @@ def prepare_softmax(x_dtype: torch.dtype, y_dtype: torch.dtype, device: torch.de
     device_index = device.index or 0
     itemsize = max(x_dtype.itemsize, y_dtype.itemsize)
     p = plan(layout, itemsize, core_count(device_index), be, variant)
-    # Rows that are not 16-byte aligned may be read through aligned windows.
+    # Rows that are not 16-byte aligned may be read in 16-byte vectors (aligned windows or
+    # bodies).
     vec = be.window_vec(layout, p, x_dtype.itemsize)
     options = be.options(p, itemsize)
     key = (p, x_dtype, y_dtype, log, be.name, device.type, device_index, vec,
