@@ -77,6 +77,14 @@ def _load(ptrs, mask, scale, ACC_TY: tl.constexpr, EVICT: tl.constexpr):
 
 
 @triton.jit
+def _lead(ptr, VEC: tl.constexpr):
+    # How many elements ``ptr`` (a pointer, or a 1-d tensor of them) lies past the 16-byte
+    # boundary at or before it, from the address itself.
+    ITEM: tl.constexpr = ptr.dtype.element_ty.primitive_bitwidth // 8
+    return ((ptr.to(tl.int64) // ITEM) % VEC).to(tl.int32)
+
+
+@triton.jit
 def _window(start_ptr, n, VEC: tl.constexpr):
     """The aligned window of the ``n`` contiguous elements at ``start_ptr`` (a pointer, or a
     1-d tensor of them): the 16-byte boundary at or before it, how many elements the data lies
@@ -86,7 +94,7 @@ def _window(start_ptr, n, VEC: tl.constexpr):
     blocks that hold the data, whatever the tensor's alignment.
     """
     ITEM: tl.constexpr = start_ptr.dtype.element_ty.primitive_bitwidth // 8
-    lead = ((start_ptr.to(tl.int64) // ITEM) % VEC).to(tl.int32)
+    lead = _lead(start_ptr, VEC)
     # A row of no elements gets an empty window.
     span = tl.multiple_of(tl.where(n > 0, (lead + n + VEC - 1) // VEC * VEC, 0), VEC)
     return tl.multiple_of(start_ptr - lead, VEC * ITEM), lead, span
@@ -100,13 +108,13 @@ def _in_window(p, lead, n):
 
 @triton.jit
 def _aligned_body(row_ptr, n, VEC: tl.constexpr):
-    """``(a, body)`` for the ``n`` contiguous elements at ``row_ptr``: elements ``[a, a +
-    body)`` are whole 16-byte vectors, with fewer than ``VEC`` before and after them (none
-    for ``n`` <= 0)."""
+    """``(body_ptr, a, body)`` for the ``n`` contiguous elements at ``row_ptr``: elements
+    ``[a, a + body)`` are whole 16-byte vectors, starting at ``body_ptr``, with fewer than
+    ``VEC`` before and after them (none for ``n`` <= 0)."""
     ITEM: tl.constexpr = row_ptr.dtype.element_ty.primitive_bitwidth // 8
-    lead = ((row_ptr.to(tl.int64) // ITEM) % VEC).to(tl.int32)
-    a = tl.minimum((VEC - lead) % VEC, n)
-    return a, tl.multiple_of(tl.maximum(n - a, 0) // VEC * VEC, VEC)
+    a = tl.minimum((VEC - _lead(row_ptr, VEC)) % VEC, n)
+    return (tl.multiple_of(row_ptr + a, VEC * ITEM), a,
+            tl.multiple_of((n - a) // VEC * VEC, VEC))
 
 
 @triton.jit
@@ -125,9 +133,7 @@ def _range_body(x_row, col_stride, lo, hi, VEC: tl.constexpr):
     the range's aligned body (``_aligned_body``; the caller takes the elements around it
     apart, ``_edge_lanes``); otherwise the whole range (``a`` 0)."""
     if VEC > 1:
-        ITEM: tl.constexpr = x_row.dtype.element_ty.primitive_bitwidth // 8
-        a, body = _aligned_body(x_row + lo, hi - lo, VEC)
-        base = tl.multiple_of(x_row + lo + a, VEC * ITEM)
+        base, a, body = _aligned_body(x_row + lo, hi - lo, VEC)
     else:
         base, a, body = x_row + lo * col_stride, 0, hi - lo
     return base, a, body
@@ -181,6 +187,14 @@ def _tail_cols(n_cols, BLOCK_N: tl.constexpr, TAIL_N: tl.constexpr, INDEX_64: tl
 
 
 @triton.jit
+def _merge_stats(m, d, x):
+    # The running max ``m`` and sum ``d = sum(exp(. - m))`` with the elements of ``x`` added.
+    m_new = tl.maximum(m, tl.max(x, axis=0))
+    shift = _safe_shift(m_new)
+    return m_new, d * tl.exp(m - shift) + tl.sum(tl.exp(x - shift), axis=0)
+
+
+@triton.jit
 def _split_range(item, split_cols, n_cols, N_SPLITS: tl.constexpr):
     """Row and column range ``[lo, hi)`` of work item ``item`` of a row split ``N_SPLITS`` ways."""
     lo = (item % N_SPLITS) * split_cols
@@ -227,15 +241,9 @@ def _range_stats(x_row, col_stride, cols, lo, hi, scale, BLOCK_N: tl.constexpr,
         for start in tl.range(0, body, BLOCK_N):
             x = _load_body(base, tl.multiple_of(start, BLOCK_N) + cols, body, col_stride, scale,
                            ACC_TY, EVICT, VEC)
-            m_new = tl.maximum(m_row, tl.max(x, axis=0))
-            shift = _safe_shift(m_new)
-            d_row = d_row * tl.exp(m_row - shift) + tl.sum(tl.exp(x - shift), axis=0)
-            m_row = m_new
+            m_row, d_row = _merge_stats(m_row, d_row, x)
     if VEC > 1:
-        m_new = tl.maximum(m_row, tl.max(xe, axis=0))
-        shift = _safe_shift(m_new)
-        d_row = d_row * tl.exp(m_row - shift) + tl.sum(tl.exp(xe - shift), axis=0)
-        m_row = m_new
+        m_row, d_row = _merge_stats(m_row, d_row, xe)
     return m_row, d_row
 
 
@@ -275,14 +283,12 @@ def _range_normalize(x_row, y_row, x_col_stride, y_col_stride, cols, lo, hi, shi
     # _store_chunks is called from three branches: the runtime test needs y's alignment, and
     # the casts that give it must not be traced where VEC is 1 (Ascend).
     if VEC > 1:
-        ITEM: tl.constexpr = y_row.dtype.element_ty.primitive_bitwidth // 8
         e, e_mask = _edge_lanes(a, body, hi - lo, VEC)
         xe = _load(x_row + lo + e, e_mask, scale, ACC_TY, EVICT)
-        y_a, _ = _aligned_body(y_row + lo, hi - lo, VEC)
+        y_body, y_a, _ = _aligned_body(y_row + lo, hi - lo, VEC)
         if y_a == a:
-            _store_chunks(base, body, tl.multiple_of(y_row + lo + a, VEC * ITEM), 1, 1, shift,
-                          norm, scale, cols, BLOCK_N, OUT_TY, ACC_TY, LOG, EVICT, STORE_CACHE,
-                          VEC)
+            _store_chunks(base, body, y_body, 1, 1, shift, norm, scale, cols, BLOCK_N, OUT_TY,
+                          ACC_TY, LOG, EVICT, STORE_CACHE, VEC)
         else:
             _store_chunks(base, body, y_row + lo + a, 1, 1, shift, norm, scale, cols, BLOCK_N,
                           OUT_TY, ACC_TY, LOG, EVICT, STORE_CACHE, VEC)
@@ -356,11 +362,10 @@ def softmax_row_kernel(
         if VEC > 1:
             tl.store(y_row + e, _finish(xe, shift, norm, LOG).to(OUT_TY), mask=e_mask,
                      cache_modifier=STORE_CACHE)
-            y_a, _ = _aligned_body(y_row, n_cols, VEC)
+            y_body, y_a, _ = _aligned_body(y_row, n_cols, VEC)
             if y_a == a:
-                _store_row_body(tl.multiple_of(y_row + a, VEC * ITEM), x, xt, cols, n_body,
-                                n_cols, y_col_stride, shift, norm, BLOCK_N, TAIL_N, INDEX_64,
-                                OUT_TY, LOG, STORE_CACHE)
+                _store_row_body(y_body, x, xt, cols, n_body, n_cols, y_col_stride, shift, norm,
+                                BLOCK_N, TAIL_N, INDEX_64, OUT_TY, LOG, STORE_CACHE)
             elif ITEM == 2:
                 # An output aligned otherwise takes element stores. For 2-byte rows they are of
                 # the body read again in small chunks, so that this rare path does not set the

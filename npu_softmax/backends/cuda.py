@@ -47,8 +47,7 @@ MAX_HALF_CHUNK_COLS = 5 * 16384
 #: their aligned body as vectors when they are not 16-byte aligned (``CudaBackend.windows``).
 MIN_WINDOW_ROW_LANES = 1024
 #: 2-byte rows that are not 16-byte aligned and longer than this (a head block of 16384 or
-#: more) run the online kernel, which reads them through windows, rather than a tile
-#: (``CudaBackend.online_from``).
+#: more) run the online kernel rather than a tile (``CudaBackend.online_from``).
 MAX_UNALIGNED_HALF_TILE_COLS = 12288
 
 
