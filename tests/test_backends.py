@@ -166,3 +166,19 @@ def test_cuda_warps_of_float32_rows_of_16384_lanes(n_cols: int, warps: int) -> N
     assert be.for_layout(layout).options(p, 4)["num_warps"] == warps
     p = launcher.plan(layout, 4, 132, be, streams=2)
     assert be.for_layout(layout, 2).options(p, 4)["num_warps"] == 32
+
+
+@pytest.mark.parametrize("n_cols,tail,warps", [
+    (9217, 0, 16), (10001, 0, 16), (10239, 0, 16), (9001, 1024, 8), (8500, 512, 8),
+    (10240, 2048, 8), (5001, 1024, 4)])
+def test_cuda_tails_of_2_byte_rows_of_16384_lanes(n_cols: int, tail: int, warps: int) -> None:
+    """2-byte rows of 8193-16384 elements take a tail of at most 2048 after a head of 8192, but
+    of at most 1024 where they are not 16-byte aligned: 9217-10240 of those run one block of
+    16384 with 16 warps (rows of 4097-8192 keep tails of up to 1024)."""
+    be = CudaBackend("cuda", 90)
+    layout = _contiguous(4096, n_cols)
+    p = launcher.plan(layout, 2, 132, be)
+    block = triton.next_power_of_2(n_cols)
+    assert (p.variant, p.block_m, p.tail_n) == ("tile", 1, tail)
+    assert p.block_n == (block // 2 if tail else block)
+    assert be.for_layout(layout).options(p, 2)["num_warps"] == warps

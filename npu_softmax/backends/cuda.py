@@ -46,6 +46,9 @@ MAX_HALF_CHUNK_COLS = 5 * 16384
 #: Rows held one to a program (the row kernel) in more lanes than this, head and tail, read
 #: their aligned body as vectors when they are not 16-byte aligned (``CudaBackend.windows``).
 MIN_WINDOW_ROW_LANES = 1024
+#: The block of 2-byte rows that are not 16-byte aligned whose tail is at most a sixteenth of
+#: it (an eighth elsewhere; ``CudaBackend.tail_block``).
+UNALIGNED_HALF_ROW_BLOCK = 16384
 #: 2-byte rows that are not 16-byte aligned and longer than this (a head block of 16384 or
 #: more) run the online kernel rather than a tile (``CudaBackend.online_from``).
 MAX_UNALIGNED_HALF_TILE_COLS = 12288
@@ -203,10 +206,18 @@ class CudaBackend(Backend):
         # 69-74% against 82-87%. Larger tails, float32 rows and heads under 4096 lose.
         # Unaligned 2-byte rows of 257-1024 elements, one to a program, take any tail that
         # saves lanes (333: 256 + 128, 600: 512 + 128), measured with them below.
-        if self._one_warp_row(triton.next_power_of_2(n_cols), itemsize):
+        # Unaligned 2-byte rows of 9217-10240 elements (8192 + 2048) run faster in one block
+        # of 16384 with 16 warps: through the API on the H100 (2026-11-24, tenth session,
+        # docs/tuning.md), bf16 4096x10001 1980 -> 2313 GB/s, 1024x10001 1584 -> 1705, fp16
+        # 4096x10001 2055 -> 2304; smaller tails lost so (bf16 8192x9001 2430 -> 2266, 4096x8500
+        # 2250 -> 2120), as did 4096 + 1024 (4096x5001 2062 -> 1937).
+        block = triton.next_power_of_2(n_cols)
+        if self._one_warp_row(block, itemsize):
             return head_tail(n_cols)
         tail = super().tail_block(n_cols, itemsize)
-        return tail if itemsize == 2 and tail <= triton.next_power_of_2(n_cols) // 8 else 0
+        unaligned = self.unaligned_rows and block == UNALIGNED_HALF_ROW_BLOCK
+        most = block // 16 if unaligned else block // 8
+        return tail if itemsize == 2 and tail <= most else 0
 
     def _one_warp_row(self, lanes: int, itemsize: int) -> bool:
         # 2-byte rows that are not 16-byte aligned, of 257-1024 elements (``lanes``: their
