@@ -99,6 +99,25 @@ def test_cuda_grids_of_one_warp_programs_fill_their_sms(monkeypatch: pytest.Monk
     assert be.max_programs(None, (), {}, {"num_warps": 2}, 0) == 132 * 32
 
 
+def test_cuda_grids_of_8_warp_rows_with_a_tail_are_what_the_sms_hold(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Row programs of 8 warps with a tail (2-byte rows of 8193-10240 elements) are launched as
+    many as the SMs hold, by registers; without a tail, or with 4 warps, at least 32 an SM."""
+    props = {"multiprocessor_count": 132, "max_num_regs": 65536, "max_shared_mem": 232448,
+             "warpSize": 32}
+    monkeypatch.setattr(_compat, "device_properties", lambda index: props)
+    # 64 registers a thread: 4 programs of 8 warps an SM, 8 of 4 warps.
+    monkeypatch.setattr(_compat, "compile_for_occupancy", lambda *args: (64, 0))
+    be = CudaBackend("cuda", 90)
+    assert be.max_programs(None, (), {"TAIL_N": 1024}, {"num_warps": 8}, 0) == 132 * 4
+    assert be.max_programs(None, (), {"TAIL_N": 0}, {"num_warps": 8}, 0) == 132 * 32
+    assert be.max_programs(None, (), {"TAIL_N": 1024}, {"num_warps": 4}, 0) == 132 * 32
+    layout = _contiguous(4096, 9472)
+    p = launcher.plan(layout, 2, 132, be)
+    assert (p.block_n, p.tail_n) == (8192, 2048)
+    assert be.for_layout(layout).options(p, 2)["num_warps"] == 8
+
+
 def test_launches_compile_with_the_options_of_their_rows(monkeypatch: pytest.MonkeyPatch) -> None:
     """A launch compiles with the options of the backend for its rows' layout (2 warps for
     unaligned 2-byte tiles on CUDA), and its ``kernels`` key holds them, so a layout with

@@ -31,6 +31,15 @@ MIN_PROGRAMS_PER_SM = 32
 #: one a program) at least this many, as many as an SM keeps: through the API on the H100
 #: (2026-11-23, sixth session, docs/tuning.md), bf16 65536x333 2013 -> 2177 GB/s against 32.
 MIN_ONE_WARP_PROGRAMS_PER_SM = 64
+#: Row programs of this many warps with a tail (2-byte rows of a head of 8192 and a tail,
+#: 8193-10240 elements) are launched only as many as the SMs hold at once, each looping over
+#: rows. Through the API on the H100 (2026-11-24, tenth session, docs/tuning.md), two rounds,
+#: against the floor of 32 an SM: bf16 4096x8448 2355 -> 2406 GB/s, 4096x9472 2366 -> 2406,
+#: 8192x9000 2423 -> 2475, unaligned 4096x8500 2199 -> 2292, 4096x9001 2216 -> 2291, 2048x9472
+#: 2114 -> 2181; 4096x10240 level. Heads of 4096 on 4 warps were mixed (4096x4352 2321 ->
+#: 2222, 4096x7168 2616 -> 2667) and float32 rows of 4096 on 8 warps lost (4096x3000 2537 ->
+#: 2427), so they keep the floor.
+RESIDENT_ROW_WARPS = 8
 #: Most elements of a tile of several rows that are not 16-byte aligned (4096 for aligned rows).
 UNALIGNED_TILE_ELEMS = 1024
 #: Most elements of a tile of such float32 rows of 512- and 1024-lane blocks (4 or 2 rows).
@@ -296,5 +305,7 @@ class CudaBackend(Backend):
             occupancy = min(occupancy, props["max_shared_mem"] // smem)
         if options["num_warps"] >= 16:
             return props["multiprocessor_count"] * max(1, occupancy) * WIDE_PROGRAM_WAVES
+        if options["num_warps"] == RESIDENT_ROW_WARPS and constexprs.get("TAIL_N", 0) > 0:
+            return props["multiprocessor_count"] * max(1, occupancy)
         floor = MIN_ONE_WARP_PROGRAMS_PER_SM if options["num_warps"] == 1 else MIN_PROGRAMS_PER_SM
         return props["multiprocessor_count"] * max(occupancy, floor)
