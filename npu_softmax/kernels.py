@@ -38,9 +38,10 @@ Variants (the launcher picks one, see ``launcher.plan``):
   Both hold a row either in one power-of-two block or, with ``TAIL_N`` > 0, in a head of
   ``BLOCK_N`` and a smaller power-of-two tail (9216 columns: 8192 + 1024 instead of 16384, of
   which 7168 would be masked padding), so fewer registers go to lanes that load nothing.
-* ``softmax_online_kernel``: one row per iteration, looped in ``BLOCK_N`` chunks: one read for
-  the running max and sum (Milakov & Gimelshein 2018; one per lane of a chunk where the
-  launcher asks, ``_range_stats``), one read and one write to normalise.
+* ``softmax_online_kernel``: one row per iteration, looped in ``BLOCK_N`` chunks and a shorter
+  ``LAST_N`` one for the rest of the row: one read for the running max and sum (Milakov &
+  Gimelshein 2018; one per lane of a chunk where the launcher asks, ``_range_stats``), one read
+  and one write to normalise.
 * ``softmax_split_stats_kernel`` + ``softmax_split_norm_kernel``: each row cut into ``n_splits``
   column ranges worked on by different programs, so a few very long rows still fill the chip.
 """
@@ -202,75 +203,126 @@ def _split_range(item, split_cols, n_cols, N_SPLITS: tl.constexpr):
 
 
 @triton.jit
+def _whole_chunks(body, BLOCK_N: tl.constexpr, LAST_N: tl.constexpr):
+    # Where the looped kernels' BLOCK_N chunks of a range of ``body`` elements end and its
+    # LAST_N chunks begin; with LAST_N == BLOCK_N there are none of those, and the last BLOCK_N
+    # chunk is masked past the end.
+    if LAST_N < BLOCK_N:
+        body = body // BLOCK_N * BLOCK_N
+    return body
+
+
+@triton.jit
+def _merge_lane_stats(m, d, x):
+    # Each lane's running max ``m`` and sum ``d`` with the rows of the 2-d ``x`` added (lane j
+    # takes column j): element-wise, no reduction across lanes.
+    m_new = tl.maximum(m, tl.max(x, axis=0))
+    shift = _safe_shift(m_new)
+    return m_new, d * tl.exp(m - shift) + tl.sum(tl.exp(x - shift[None, :]), axis=0)
+
+
+@triton.jit
 def _range_stats(x_row, col_stride, cols, lo, hi, scale, BLOCK_N: tl.constexpr,
-                 ACC_TY: tl.constexpr, EVICT: tl.constexpr, VEC: tl.constexpr,
-                 LANES: tl.constexpr):
+                 LAST_N: tl.constexpr, ACC_TY: tl.constexpr, EVICT: tl.constexpr,
+                 VEC: tl.constexpr, LANES: tl.constexpr):
     """Max ``m`` and ``sum(exp(x - m))`` of ``x_row[lo:hi]`` in one pass (online softmax),
     reading with the L2 eviction policy ``EVICT`` (``""``: the default) from ``_range_body``.
 
-    With ``LANES`` 0 every chunk is reduced to the running max and sum at once. With ``LANES``
-    > 0 each of ``LANES`` lanes keeps its own running max and sum, folded into one only after
-    the last chunk: a chunk is read as ``BLOCK_N // LANES`` rows of ``LANES`` elements, and a
-    lane takes the same column of every row. The launcher sets the lanes to the elements the
-    program's threads load at once, so the reductions inside the loop stay within a thread and
-    no chunk waits at a block-wide reduction before the next one is read.
+    The whole ``BLOCK_N`` chunks come first, then what is left in chunks of ``LAST_N`` (at most
+    ``BLOCK_N``; the launcher sizes it to the row's rest, so a row of 3.1 chunks does not spend
+    a fourth chunk's work on masked lanes). With ``LANES`` 0 every chunk is reduced to the
+    running max and sum at once. With ``LANES`` > 0 (at most ``LAST_N``) each of ``LANES`` lanes
+    keeps its own running max and sum, folded into one only after the last chunk: a chunk is
+    read as rows of ``LANES`` elements, and a lane takes the same column of every row. The
+    launcher sets the lanes to the elements the program's threads load at once, so the
+    reductions inside the loop stay within a thread and no chunk waits at a block-wide
+    reduction before the next one is read.
     """
+    tl.static_assert(LANES <= LAST_N)
     base, a, body = _range_body(x_row, col_stride, lo, hi, VEC)
     if VEC > 1:
         # The elements around the body, loaded first so that their latency overlaps the loop.
         e, e_mask = _edge_lanes(a, body, hi - lo, VEC)
         xe = _load(x_row + lo + e, e_mask, scale, ACC_TY, EVICT)
+    full = _whole_chunks(body, BLOCK_N, LAST_N)
     if LANES > 0:
-        # Offsets of the tile's elements, in the type of ``cols`` (64-bit with INDEX_64).
-        R: tl.constexpr = BLOCK_N // LANES
-        q = (tl.arange(0, R)[:, None] * LANES + tl.arange(0, LANES)[None, :]).to(cols.dtype)
+        # Offsets of the tiles' elements, in the type of ``cols`` (64-bit with INDEX_64).
+        lanes = tl.arange(0, LANES)[None, :]
+        q = (tl.arange(0, BLOCK_N // LANES)[:, None] * LANES + lanes).to(cols.dtype)
         m = tl.full([LANES], float("-inf"), ACC_TY)
         d = tl.zeros([LANES], ACC_TY)
-        for start in tl.range(0, body, BLOCK_N):
+        for start in tl.range(0, full, BLOCK_N):
             x = _load_body(base, tl.multiple_of(start, BLOCK_N) + q, body, col_stride, scale,
                            ACC_TY, EVICT, VEC)
-            m_new = tl.maximum(m, tl.max(x, axis=0))
-            shift = _safe_shift(m_new)
-            d = d * tl.exp(m - shift) + tl.sum(tl.exp(x - shift[None, :]), axis=0)
-            m = m_new
+            m, d = _merge_lane_stats(m, d, x)
+        if LAST_N < BLOCK_N:
+            q_last = (tl.arange(0, LAST_N // LANES)[:, None] * LANES + lanes).to(cols.dtype)
+            for start in tl.range(full, body, LAST_N):
+                x = _load_body(base, tl.multiple_of(start, LAST_N) + q_last, body, col_stride,
+                               scale, ACC_TY, EVICT, VEC)
+                m, d = _merge_lane_stats(m, d, x)
         m_row = tl.max(m, axis=0)
         d_row = tl.sum(d * tl.exp(m - _safe_shift(m_row)), axis=0)
     else:
         m_row = tl.full([], float("-inf"), ACC_TY)
         d_row = tl.zeros([], ACC_TY)
-        for start in tl.range(0, body, BLOCK_N):
+        for start in tl.range(0, full, BLOCK_N):
             x = _load_body(base, tl.multiple_of(start, BLOCK_N) + cols, body, col_stride, scale,
                            ACC_TY, EVICT, VEC)
             m_row, d_row = _merge_stats(m_row, d_row, x)
+        if LAST_N < BLOCK_N:
+            last = tl.arange(0, LAST_N).to(cols.dtype)
+            for start in tl.range(full, body, LAST_N):
+                x = _load_body(base, tl.multiple_of(start, LAST_N) + last, body, col_stride,
+                               scale, ACC_TY, EVICT, VEC)
+                m_row, d_row = _merge_stats(m_row, d_row, x)
     if VEC > 1:
         m_row, d_row = _merge_stats(m_row, d_row, xe)
     return m_row, d_row
 
 
 @triton.jit
+def _store_lanes(base, p, body, y_start, x_col_stride, y_col_stride, shift, norm, scale,
+                 OUT_TY: tl.constexpr, ACC_TY: tl.constexpr, LOG: tl.constexpr,
+                 EVICT: tl.constexpr, STORE_CACHE: tl.constexpr, VEC: tl.constexpr):
+    # The output of lanes p of a range read from _range_body, lane p at y_start[p * y_col_stride].
+    x = _load_body(base, p, body, x_col_stride, scale, ACC_TY, EVICT, VEC)
+    tl.store(y_start + p * y_col_stride, _finish(x, shift, norm, LOG).to(OUT_TY),
+             mask=p < body, cache_modifier=STORE_CACHE)
+
+
+@triton.jit
 def _store_chunks(base, body, y_start, x_col_stride, y_col_stride, shift, norm, scale, cols,
-                  BLOCK_N: tl.constexpr, OUT_TY: tl.constexpr, ACC_TY: tl.constexpr,
-                  LOG: tl.constexpr, EVICT: tl.constexpr, STORE_CACHE: tl.constexpr,
-                  VEC: tl.constexpr):
-    # The output of a range read from _range_body, lane p at y_start[p * y_col_stride]. Last
-    # chunk first: the chunks this program read last (for the max and sum) are the likeliest
-    # to be still in cache.
-    n_chunks = tl.cdiv(body, BLOCK_N)
+                  BLOCK_N: tl.constexpr, LAST_N: tl.constexpr, OUT_TY: tl.constexpr,
+                  ACC_TY: tl.constexpr, LOG: tl.constexpr, EVICT: tl.constexpr,
+                  STORE_CACHE: tl.constexpr, VEC: tl.constexpr):
+    # The output of a range read from _range_body in the chunks of _range_stats (whole BLOCK_N
+    # chunks, then LAST_N ones), last chunk first: the chunks this program read last (for the
+    # max and sum) are the likeliest to be still in cache.
+    full = _whole_chunks(body, BLOCK_N, LAST_N)
+    if LAST_N < BLOCK_N:
+        last = tl.arange(0, LAST_N).to(cols.dtype)
+        n_last = tl.cdiv(body - full, LAST_N)
+        for k in tl.range(0, n_last):
+            p = tl.multiple_of(full + (n_last - 1 - k) * LAST_N, LAST_N) + last
+            _store_lanes(base, p, body, y_start, x_col_stride, y_col_stride, shift, norm,
+                         scale, OUT_TY, ACC_TY, LOG, EVICT, STORE_CACHE, VEC)
+    n_chunks = tl.cdiv(full, BLOCK_N)
     for k in tl.range(0, n_chunks):
         p = tl.multiple_of((n_chunks - 1 - k) * BLOCK_N, BLOCK_N) + cols
-        x = _load_body(base, p, body, x_col_stride, scale, ACC_TY, EVICT, VEC)
-        tl.store(y_start + p * y_col_stride, _finish(x, shift, norm, LOG).to(OUT_TY),
-                 mask=p < body, cache_modifier=STORE_CACHE)
+        _store_lanes(base, p, body, y_start, x_col_stride, y_col_stride, shift, norm, scale,
+                     OUT_TY, ACC_TY, LOG, EVICT, STORE_CACHE, VEC)
 
 
 @triton.jit
 def _range_normalize(x_row, y_row, x_col_stride, y_col_stride, cols, lo, hi, shift, d, scale,
-                     BLOCK_N: tl.constexpr, OUT_TY: tl.constexpr, ACC_TY: tl.constexpr,
-                     LOG: tl.constexpr, EVICT: tl.constexpr, STORE_CACHE: tl.constexpr,
-                     VEC: tl.constexpr):
+                     BLOCK_N: tl.constexpr, LAST_N: tl.constexpr, OUT_TY: tl.constexpr,
+                     ACC_TY: tl.constexpr, LOG: tl.constexpr, EVICT: tl.constexpr,
+                     STORE_CACHE: tl.constexpr, VEC: tl.constexpr):
     """``y_row[lo:hi]`` from the row's ``shift`` (safe max) and ``d = sum(exp(x - shift))``,
-    reading from ``_range_body`` with the L2 eviction policy ``EVICT`` and storing with the
-    cache modifier ``STORE_CACHE``.
+    reading from ``_range_body`` in the chunks of ``_range_stats`` (``BLOCK_N``, then
+    ``LAST_N``) with the L2 eviction policy ``EVICT`` and storing with the cache modifier
+    ``STORE_CACHE``.
 
     With ``VEC`` > 1 (both rows contiguous) the body is stored as vectors where the output
     range sits at the same place in its 16-byte blocks as the input (same strides, and
@@ -287,16 +339,17 @@ def _range_normalize(x_row, y_row, x_col_stride, y_col_stride, cols, lo, hi, shi
         xe = _load(x_row + lo + e, e_mask, scale, ACC_TY, EVICT)
         y_body, y_a, _ = _aligned_body(y_row + lo, hi - lo, VEC)
         if y_a == a:
-            _store_chunks(base, body, y_body, 1, 1, shift, norm, scale, cols, BLOCK_N, OUT_TY,
-                          ACC_TY, LOG, EVICT, STORE_CACHE, VEC)
+            _store_chunks(base, body, y_body, 1, 1, shift, norm, scale, cols, BLOCK_N, LAST_N,
+                          OUT_TY, ACC_TY, LOG, EVICT, STORE_CACHE, VEC)
         else:
             _store_chunks(base, body, y_row + lo + a, 1, 1, shift, norm, scale, cols, BLOCK_N,
-                          OUT_TY, ACC_TY, LOG, EVICT, STORE_CACHE, VEC)
+                          LAST_N, OUT_TY, ACC_TY, LOG, EVICT, STORE_CACHE, VEC)
         tl.store(y_row + lo + e, _finish(xe, shift, norm, LOG).to(OUT_TY), mask=e_mask,
                  cache_modifier=STORE_CACHE)
     else:
         _store_chunks(base, body, y_row + lo * y_col_stride, x_col_stride, y_col_stride, shift,
-                      norm, scale, cols, BLOCK_N, OUT_TY, ACC_TY, LOG, EVICT, STORE_CACHE, VEC)
+                      norm, scale, cols, BLOCK_N, LAST_N, OUT_TY, ACC_TY, LOG, EVICT,
+                      STORE_CACHE, VEC)
 
 
 @triton.jit
@@ -372,8 +425,8 @@ def softmax_row_kernel(
                 # kernel's registers (127 instead of 79 for 8192 + 2048 lanes on 8 warps); float32
                 # rows lost that way (docs/tuning.md).
                 _store_chunks(x_body, n_body, y_row + a, 1, 1, shift, norm, scale,
-                              tl.arange(0, FALLBACK_CHUNK), FALLBACK_CHUNK, OUT_TY, ACC_TY, LOG,
-                              "", STORE_CACHE, VEC)
+                              tl.arange(0, FALLBACK_CHUNK), FALLBACK_CHUNK, FALLBACK_CHUNK,
+                              OUT_TY, ACC_TY, LOG, "", STORE_CACHE, VEC)
             else:
                 _store_row_body(y_row + a, x, xt, cols, n_body, n_cols, y_col_stride, shift,
                                 norm, BLOCK_N, TAIL_N, INDEX_64, OUT_TY, LOG, STORE_CACHE)
@@ -445,11 +498,12 @@ def softmax_online_kernel(
     y_ptr, x_ptr, n_rows, n_cols, n_inner,
     x_outer_stride, x_inner_stride, x_col_stride,
     y_outer_stride, y_inner_stride, y_col_stride, scale,
-    BLOCK_N: tl.constexpr, INDEX_64: tl.constexpr, LOG: tl.constexpr,
+    BLOCK_N: tl.constexpr, LAST_N: tl.constexpr, INDEX_64: tl.constexpr, LOG: tl.constexpr,
     FIRST_EVICT: tl.constexpr, SECOND_EVICT: tl.constexpr, STORE_CACHE: tl.constexpr,
     VEC: tl.constexpr, STAT_LANES: tl.constexpr,
 ):
-    """Rows longer than a block: one row per iteration, two passes over ``BLOCK_N`` chunks.
+    """Rows longer than a block: one row per iteration, two passes over ``BLOCK_N`` chunks
+    and, for what is left of the row, chunks of ``LAST_N`` (at most ``BLOCK_N``).
 
     The first pass reads with L2 eviction policy ``FIRST_EVICT``, the second with
     ``SECOND_EVICT`` (on CUDA ``evict_last`` then ``evict_first``: the first read's lines stay
@@ -462,11 +516,11 @@ def softmax_online_kernel(
         row = _widen(r, INDEX_64)
         x_row = x_ptr + _row_start(row, n_inner, x_outer_stride, x_inner_stride)
         y_row = y_ptr + _row_start(row, n_inner, y_outer_stride, y_inner_stride)
-        m, d = _range_stats(x_row, x_col_stride, cols, 0, n_cols, scale, BLOCK_N, ACC_TY,
-                            FIRST_EVICT, VEC, STAT_LANES)
+        m, d = _range_stats(x_row, x_col_stride, cols, 0, n_cols, scale, BLOCK_N, LAST_N,
+                            ACC_TY, FIRST_EVICT, VEC, STAT_LANES)
         _range_normalize(x_row, y_row, x_col_stride, y_col_stride, cols, 0, n_cols,
-                         _safe_shift(m), d, scale, BLOCK_N, OUT_TY, ACC_TY, LOG, SECOND_EVICT,
-                         STORE_CACHE, VEC)
+                         _safe_shift(m), d, scale, BLOCK_N, LAST_N, OUT_TY, ACC_TY, LOG,
+                         SECOND_EVICT, STORE_CACHE, VEC)
 
 
 @triton.jit(do_not_specialize=["n_rows"])
@@ -491,8 +545,8 @@ def softmax_split_stats_kernel(
         item = _widen(i, INDEX_64)
         row, lo, hi = _split_range(item, split_cols, n_cols, N_SPLITS)
         x_row = x_ptr + _row_start(row, n_inner, x_outer_stride, x_inner_stride)
-        m, d = _range_stats(x_row, x_col_stride, cols, lo, hi, scale, BLOCK_N, ACC_TY, EVICT,
-                            VEC, 0)
+        m, d = _range_stats(x_row, x_col_stride, cols, lo, hi, scale, BLOCK_N, BLOCK_N, ACC_TY,
+                            EVICT, VEC, 0)
         tl.store(part_ptr + item, m)
         tl.store(part_ptr + n_items + item, d)
 
@@ -531,4 +585,5 @@ def softmax_split_norm_kernel(
         x_row = x_ptr + _row_start(row, n_inner, x_outer_stride, x_inner_stride)
         y_row = y_ptr + _row_start(row, n_inner, y_outer_stride, y_inner_stride)
         _range_normalize(x_row, y_row, x_col_stride, y_col_stride, cols, lo, hi,
-                         shift, d, scale, BLOCK_N, OUT_TY, ACC_TY, LOG, EVICT, STORE_CACHE, VEC)
+                         shift, d, scale, BLOCK_N, BLOCK_N, OUT_TY, ACC_TY, LOG, EVICT,
+                         STORE_CACHE, VEC)

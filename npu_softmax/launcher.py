@@ -98,6 +98,7 @@ class Plan:
     tail_n: int  # columns of the tile variant's second block, from block_n on (0: none)
     n_splits: int  # programs sharing one row (split variant; 1 otherwise)
     index_64: bool  # 64-bit offsets
+    last_n: int = 0  # columns of the online kernel's chunks after its whole ones (0: whole)
 
     def split_cols(self, n_cols: int) -> int:
         """Columns per work item of the split variant: a whole number of ``block_n`` chunks."""
@@ -139,19 +140,21 @@ def _plan(n_rows: int, n_cols: int, max_offset: int, itemsize: int, n_cores: int
             variant = "split"
         else:
             variant = "online"
-    block_m, block_n, tail_n, n_splits = 1, chunk(variant), 0, 1
+    block_m, block_n, tail_n, n_splits, last_n = 1, chunk(variant), 0, 1, 0
     if variant == "tile":
         block_n, tail_n = full_block, be.tail_block(n_cols, itemsize) if streams == 1 else 0
         if tail_n:
             block_n //= 2
         block_m = be.rows_per_block(block_n + tail_n, n_rows, n_cores, itemsize)
+    elif variant == "online" and streams == 1:
+        last_n = be.last_chunk(n_cols, block_n)
     elif variant == "split":
         # The target's work items per core, at most MAX_SPLITS per row.
         wanted = min(triton.cdiv(be.split_items_per_core * n_cores, n_rows), MAX_SPLITS)
         n_splits = triton.next_power_of_2(max(2, min(wanted, most_splits)))
     # The split variant's scratch holds 2 * n_rows * n_splits partial results.
     reach = max(max_offset, 2 * n_rows * n_splits) + block_m * (block_n + tail_n) * n_splits
-    return Plan(variant, block_m, block_n, tail_n, n_splits, index_64=reach >= 2**31)
+    return Plan(variant, block_m, block_n, tail_n, n_splits, reach >= 2**31, last_n)
 
 
 kernels: dict[tuple, int] = {}
@@ -310,9 +313,11 @@ def prepare_softmax(x_dtype: torch.dtype, y_dtype: torch.dtype, device: torch.de
                        {**flags, "BLOCK_M": p.block_m, "TAIL_N": p.tail_n, "VEC": vec}, options),)
     elif p.variant == "online":
         lanes = be.stat_lanes(p, x_dtype.itemsize)
+        # The last chunk holds at least the first pass's lanes (whole chunks: BLOCK_N).
+        last = max(p.last_n, lanes) if p.last_n else p.block_n
         steps = (_Step(K.softmax_online_kernel, (*key, lanes), layout.n_rows, (1, 0),
-                       every_row, {**flags, "FIRST_EVICT": first, "SECOND_EVICT": second,
-                                   "VEC": vec, "STAT_LANES": lanes},
+                       every_row, {**flags, "LAST_N": last, "FIRST_EVICT": first,
+                                   "SECOND_EVICT": second, "VEC": vec, "STAT_LANES": lanes},
                        options),)
     else:
         # Pass 1 writes each (row, split)'s max and sum into the scratch operand (index 2),

@@ -136,7 +136,7 @@ def launch_values(plan: Any, x: torch.Tensor, y: torch.Tensor, dim: int) -> dict
             "part_ptr": torch.empty(2 * rows.n_rows * splits),
             "split_cols": plan.split_cols(rows.n_cols),
             "BLOCK_M": plan.block_m, "BLOCK_N": plan.block_n, "TAIL_N": plan.tail_n,
-            "INDEX_64": plan.index_64,
+            "LAST_N": plan.last_n or plan.block_n, "INDEX_64": plan.index_64,
             "N_SPLITS": splits, "scale": 1.0, "LOG": False, "PDL": False,
             "FIRST_EVICT": "", "SECOND_EVICT": "", "EVICT": "",
             "STORE_CACHE": "", "VEC": 1, "STAT_LANES": 0}

@@ -107,7 +107,8 @@ def online_configs(x: torch.Tensor, y: torch.Tensor, lay: RowLayout,
         def run(block_n=block_n, grid=grid, warps=warps, stages=stages, first=first,
                 second=second, vec=vec, lanes=lanes) -> None:
             K.softmax_online_kernel[grid](y, x, *_rows(lay), *lay.y_strides, 1.0,
-                                          BLOCK_N=block_n, INDEX_64=False, LOG=False,
+                                          BLOCK_N=block_n, LAST_N=block_n, INDEX_64=False,
+                                          LOG=False,
                                           FIRST_EVICT=first, SECOND_EVICT=second,
                                           STORE_CACHE=STORE, VEC=vec, STAT_LANES=lanes,
                                           num_warps=warps, num_stages=stages)

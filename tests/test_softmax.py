@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 import torch
-from _ref import assert_softmax_close, reference
+from _ref import assert_close, assert_softmax_close, reference
 
 import npu_softmax
-from npu_softmax import launcher
+from npu_softmax import eager, launcher
 from npu_softmax.checks import supported_dtypes
 from npu_softmax.layout import row_layout
 
@@ -132,3 +132,43 @@ def test_rows_longer_than_a_tile(kernel_device: str) -> None:
     for n_rows in (1, cores + 1):
         x = torch.randn(n_rows, n_cols, device=kernel_device)
         assert_softmax_close(npu_softmax.softmax(x, -1), reference(x, -1))
+
+
+@pytest.fixture
+def fresh_plans() -> None:
+    """Plans made under a patched backend rule stay out of the plan cache of later tests."""
+    launcher._plan.cache_clear()
+    yield
+    launcher._plan.cache_clear()
+
+
+@pytest.mark.parametrize("last,lanes", [(None, None), (64, 0), (64, 16), (512, 0), (2048, 512)])
+@pytest.mark.parametrize("rest", [3, 17, 700, 1500])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_online_last_chunks(kernel_device: str, monkeypatch: pytest.MonkeyPatch,
+                            fresh_plans: None, last: int | None, lanes: int | None, rest: int,
+                            dtype: torch.dtype) -> None:
+    """Rows of two whole chunks of the online kernel and ``rest`` elements more: what is left
+    after the whole chunks is read in chunks of ``last`` (None: the target's own rule,
+    ``Backend.last_chunk``), one or many of them, with one running max and sum or one per
+    lane (``Backend.stat_lanes``). A bfloat16 row 3 past whole chunks has an aligned body
+    short of them where it starts 4-7 elements past a 16-byte boundary, so the rest is nearly
+    a chunk. softmax and log_softmax, into outputs poisoned with NaN."""
+    be = launcher.backend()
+    if last is not None:
+        monkeypatch.setattr(type(be), "last_chunk", lambda self, n_cols, block_n: last)
+        monkeypatch.setattr(type(be), "stat_lanes", lambda self, plan, itemsize: lanes)
+    monkeypatch.setattr(eager, "_calls", {})
+    chunk = be.chunk_elems(dtype.itemsize, "online", 2**20)
+    x = torch.randn(6, 2 * chunk + rest, device=kernel_device).mul(3).to(dtype)
+    x[1, -1] = 60.0  # the row's max in its last chunk
+    x[2, -rest:] = float("-inf")
+    x[3, 5] = float("nan")
+    y = torch.full_like(x, float("nan"))
+    used = launcher.launch_softmax(x, y, row_layout(x.shape, 1, x.stride(), y.stride()),
+                                   "online")
+    assert used.plan.last_n == (last if last is not None else be.last_chunk(x.shape[1], chunk))
+    assert_softmax_close(y, reference(x, -1))
+    logp = torch.full_like(x, float("nan"))
+    npu_softmax.log_softmax(x, -1, variant="online", out=logp)
+    assert_close(logp, reference(x, -1, log=True), dtype)

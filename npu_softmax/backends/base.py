@@ -62,6 +62,9 @@ class Backend:
     split_items_per_core = 4
     #: Shortest row given a tail block (``tail_block``); None: never.
     tail_from: int | None = None
+    #: Fewest columns of the online kernel's chunks for the rest of a row after its whole
+    #: chunks (``last_chunk``); None: the rest takes a whole chunk.
+    min_last_chunk: int | None = None
     #: Whether the split variant's second kernel may be launched while the first still runs,
     #: waiting for it inside the kernel (CUDA's programmatic dependent launch), so the gap
     #: between the two launches overlaps the first one's last work.
@@ -120,6 +123,23 @@ class Backend:
         """Chunk length of the looped kernels (``variant``: ``"online"`` or ``"split"``) for rows
         of ``n_cols`` elements, a power of two; never shorter for a longer row."""
         return self.tile_elems(itemsize)
+
+    def last_chunk(self, n_cols: int, block_n: int) -> int:
+        """Columns of the online kernel's chunks for what is left of a row of ``n_cols``
+        elements after its whole ``block_n`` chunks: the power of two that holds it (at least
+        ``min_last_chunk``), or 0 for a whole chunk, masked past the row's end, where that
+        would be no smaller or the target takes none.
+
+        The kernel reads a row's 16-byte aligned body, up to two vectors (16 elements) shorter
+        than the row: a row fewer than 16 elements past whole chunks may have a body just short
+        of them, whose rest is nearly a whole chunk, so such rows keep whole chunks. (Any
+        ``LAST_N`` gives the right answer, the kernel loops over the rest; this is for speed.)
+        """
+        rest = n_cols % block_n
+        if self.min_last_chunk is None or rest < 16:
+            return 0
+        last = max(triton.next_power_of_2(rest), self.min_last_chunk)
+        return last if last < block_n else 0
 
     def rows_tile_elems(self, itemsize: int) -> int:
         """Elements of a tile of several short rows (at most ``tile_elems``)."""

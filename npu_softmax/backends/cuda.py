@@ -61,6 +61,9 @@ UNALIGNED_HALF_ROW_BLOCK = 16384
 #: 2-byte rows that are not 16-byte aligned and longer than this (a head block of 16384 or
 #: more) run the online kernel rather than a tile (``CudaBackend.online_from``).
 MAX_UNALIGNED_HALF_TILE_COLS = 12288
+#: Registers a thread of a 16-warp online program of 2-byte rows with a last chunk may use
+#: (``CudaBackend.options``): two such programs fit an SM's 65536.
+TWO_PROGRAM_REGS = 64
 
 
 class CudaBackend(Backend):
@@ -69,6 +72,14 @@ class CudaBackend(Backend):
 
     #: Tail blocks for 2-byte rows of more than 4096 elements (``tail_block``).
     tail_from = 4097
+    #: The online kernel takes what is left of a row after its whole chunks in a chunk of the
+    #: power of two that holds it, at least this many columns (``Backend.last_chunk``), rather
+    #: than in a whole chunk mostly masked. Through the API on the H100 (2026-11-24, eleventh
+    #: session, docs/tuning.md), two runs, best of each, against whole chunks: fp32 4096x33000
+    #: 2753 -> 2943 GB/s, 2048x36000 2748 -> 2866, 4096x40001 2878 -> 2931, 512x100003 2164 ->
+    #: 2202; bf16 1000x100003 2054 -> 2189. 2-byte rows in chunks of 16384 lost alone (bf16
+    #: 4096x40001 2479 -> 2292, 4096x50257 2294 -> 2165) and gain with ``TWO_PROGRAM_REGS``.
+    min_last_chunk = 1024
     #: The looped kernels' first read of a row keeps its lines in L2, the second lets them go.
     #: Through the API on the H100 (docs/tuning.md): online kernel (2026-11-23, chunks of 8192
     #: then) 4096x65536 fp32 2049 -> 2186 GB/s, bf16 2149 -> 2380; split kernels (2026-11-23,
@@ -247,7 +258,20 @@ class CudaBackend(Backend):
 
     def options(self, plan: Plan, itemsize: int) -> dict[str, Any]:
         # One stage: the persistent loop keeps enough rows in flight through occupancy instead.
-        return {"num_warps": self._warps(plan, itemsize), "num_stages": 1}
+        options = {"num_warps": self._warps(plan, itemsize), "num_stages": 1}
+        # 2-byte online rows with a last chunk (``last_chunk``) on 16 warps: at most 64
+        # registers a thread (80-116 otherwise, one program an SM), so two programs share an
+        # SM. Through the API on the H100 (2026-11-24, eleventh session, docs/tuning.md), two
+        # runs, best of each, against whole chunks without the cap: bf16 2048x20001 1852 ->
+        # 2115 GB/s, 2048x36000 2335 -> 2551, 1342x50000 2288 -> 2416, 4096x40001 2479 -> 2608,
+        # 4096x40000 2670 -> 2759, 4096x50257 2294 -> 2325, fp16 4096x50257 2387 -> 2413. The
+        # cap alone, on whole chunks, gained nothing (bf16 2048x20001 1844, 1024x65536 2617 ->
+        # 2594, fp16 4096x50257 2290), nor did it on the row kernel's 2-byte rows of 16384
+        # lanes (bf16 4096x10001 2323 -> 2212, 4096x11001 2477 -> 2368).
+        if (self.name == "cuda" and plan.variant == "online" and plan.last_n and itemsize == 2
+                and options["num_warps"] == 16):
+            options["maxnreg"] = TWO_PROGRAM_REGS
+        return options
 
     def _warps(self, plan: Plan, itemsize: int) -> int:
         # From a sweep of warps (4-32), waves and tails over rows of 256-32768 elements, M=4096,

@@ -18,6 +18,9 @@ class InterpreterBackend(Backend):
     programs = 4
     #: Tail blocks wherever they save lanes, so the tests run both forms of the tile kernels.
     tail_from = 1
+    #: Short last chunks wherever they save lanes, so the tests run the online kernel's last
+    #: chunks at many sizes.
+    min_last_chunk = 64
 
     def windows(self, plan: Plan, itemsize: int) -> bool:
         # Wherever they apply, so the tests run the 16-byte vector form of every kernel (aligned
