@@ -90,31 +90,38 @@ def tile_configs(x: torch.Tensor, y: torch.Tensor, lay: RowLayout,
 def online_configs(x: torch.Tensor, y: torch.Tensor, lay: RowLayout,
                    sms: int) -> Iterator[tuple[str, Callable]]:
     """The looped kernel: chunk length, warps, stages, programs per SM (16: the launcher's
-    waves for wide programs), L2 eviction policies of its two reads, aligned bodies, and one
-    running max and sum or one per element of a vector load (``STAT_LANES``)."""
+    waves for wide programs), L2 eviction policies of its two reads, aligned bodies, one
+    running max and sum or one per element of a vector load (``STAT_LANES``), and the rest of a
+    row in whole chunks or in the last chunk of ``CudaBackend.last_chunk`` (``LAST_N``), with
+    or without a cap of 64 registers a thread (programs of 16 warps, as the launcher caps)."""
     # Chunks are far longer than a vector: windows fit all of them or none.
     vecs = _vecs(x, lay, "online", 1, 8192)
     per_thread = 16 // x.element_size()
-    for block_n, warps, stages, per_sm, evict, vec, form in itertools.product(
+    for block_n, warps, stages, per_sm, evict, vec, form, last, cap in itertools.product(
             (8192, 16384, 32768), (8, 16, 32), (1, 2), (1, 2, 16), (False, True), vecs,
-            ("one", "lanes")):
+            ("one", "lanes"), (False, True), (None, 64)):
         if block_n // (warps * 32) > 64:  # more elements a thread than registers hold
+            continue
+        if cap is not None and warps != 16:  # where the launcher caps (CudaBackend.options)
             continue
         grid = (min(sms * per_sm, x.shape[0]),)
         first, second = (FIRST_EVICT, SECOND_EVICT) if evict else ("", "")
         lanes = {"one": 0, "lanes": min(block_n, warps * 32 * per_thread)}[form]
+        last_n = CudaBackend().last_chunk(lay.n_cols, block_n) if last else 0
+        if last and not last_n:
+            continue
+        last_n = max(last_n, lanes) if last_n else block_n
+        opts = {"num_warps": warps, "num_stages": stages} | ({"maxnreg": cap} if cap else {})
 
-        def run(block_n=block_n, grid=grid, warps=warps, stages=stages, first=first,
-                second=second, vec=vec, lanes=lanes) -> None:
+        def run(block_n=block_n, grid=grid, first=first, second=second, vec=vec,
+                lanes=lanes, last_n=last_n, opts=opts) -> None:
             K.softmax_online_kernel[grid](y, x, *_rows(lay), *lay.y_strides, 1.0,
-                                          BLOCK_N=block_n, LAST_N=block_n, INDEX_64=False,
-                                          LOG=False,
-                                          FIRST_EVICT=first, SECOND_EVICT=second,
-                                          STORE_CACHE=STORE, VEC=vec, STAT_LANES=lanes,
-                                          num_warps=warps, num_stages=stages)
-        yield (f"BLOCK_N={block_n} warps={warps} stages={stages} programs/SM={per_sm} "
-               f"evict={first or 'default'}/{second or 'default'} VEC={vec} "
-               f"STAT_LANES={lanes}", run)
+                                          BLOCK_N=block_n, LAST_N=last_n, INDEX_64=False,
+                                          LOG=False, FIRST_EVICT=first, SECOND_EVICT=second,
+                                          STORE_CACHE=STORE, VEC=vec, STAT_LANES=lanes, **opts)
+        yield (f"BLOCK_N={block_n} LAST_N={last_n} warps={warps} stages={stages} "
+               f"maxnreg={cap} programs/SM={per_sm} evict={first or 'default'}/"
+               f"{second or 'default'} VEC={vec} STAT_LANES={lanes}", run)
 
 
 def split_configs(x: torch.Tensor, y: torch.Tensor, lay: RowLayout,
