@@ -154,7 +154,8 @@ def _plan(n_rows: int, n_cols: int, max_offset: int, itemsize: int, n_cores: int
         n_splits = triton.next_power_of_2(max(2, min(wanted, most_splits)))
     # The split variant's scratch holds 2 * n_rows * n_splits partial results.
     reach = max(max_offset, 2 * n_rows * n_splits) + block_m * (block_n + tail_n) * n_splits
-    return Plan(variant, block_m, block_n, tail_n, n_splits, reach >= 2**31, last_n)
+    return Plan(variant, block_m, block_n, tail_n, n_splits, index_64=reach >= 2**31,
+                last_n=last_n)
 
 
 kernels: dict[tuple, int] = {}

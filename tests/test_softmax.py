@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import pytest
 import torch
 from _ref import assert_close, assert_softmax_close, reference
@@ -135,7 +137,7 @@ def test_rows_longer_than_a_tile(kernel_device: str) -> None:
 
 
 @pytest.fixture
-def fresh_plans() -> None:
+def fresh_plans() -> Iterator[None]:
     """Plans made under a patched backend rule stay out of the plan cache of later tests."""
     launcher._plan.cache_clear()
     yield
@@ -148,7 +150,7 @@ def fresh_plans() -> None:
 def test_online_last_chunks(kernel_device: str, monkeypatch: pytest.MonkeyPatch,
                             fresh_plans: None, last: int | None, lanes: int | None, rest: int,
                             dtype: torch.dtype) -> None:
-    """Rows of two whole chunks of the online kernel and ``rest`` elements more: what is left
+    """Rows of whole chunks of the online kernel and ``rest`` elements more: what is left
     after the whole chunks is read in chunks of ``last`` (None: the target's own rule,
     ``Backend.last_chunk``), one or many of them, with one running max and sum or one per
     lane (``Backend.stat_lanes``). A bfloat16 row 3 past whole chunks has an aligned body
@@ -167,7 +169,8 @@ def test_online_last_chunks(kernel_device: str, monkeypatch: pytest.MonkeyPatch,
     y = torch.full_like(x, float("nan"))
     used = launcher.launch_softmax(x, y, row_layout(x.shape, 1, x.stride(), y.stride()),
                                    "online")
-    assert used.plan.last_n == (last if last is not None else be.last_chunk(x.shape[1], chunk))
+    expected = be.last_chunk(x.shape[1], used.plan.block_n) if last is None else last
+    assert used.plan.last_n == expected
     assert_softmax_close(y, reference(x, -1))
     logp = torch.full_like(x, float("nan"))
     npu_softmax.log_softmax(x, -1, variant="online", out=logp)
