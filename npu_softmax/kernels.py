@@ -20,12 +20,18 @@ a sampling temperature costs no extra pass over memory) and, with ``LOG`` set, w
 still needs), and the looped kernels read a row's two passes with its L2 eviction policies
 (``launcher`` takes both from the backend). The backward kernels are in ``kernels_backward``.
 
-Rows whose start is not a multiple of 16 bytes (a row length that is not a multiple of 16
-elements, e.g. 781 or a 50257-entry vocabulary) would load and store one element per
-instruction, since Triton can only prove 16-byte alignment from arguments divisible by 16. With
-``VEC`` > 1 (the elements of 16 bytes) the kernels read such rows in whole vectors. The tile
-kernel reads each row through a window that starts at the 16-byte boundary before it; the few
-lanes of the neighbouring rows that a window covers are loaded, never used, and never stored.
+Triton proves a row 16-byte aligned, and loads it in 16-byte vectors, only from arguments
+divisible by 16. Every kernel takes ``ALIGN``: where the launcher has found the row length and
+the row strides divisible by the elements of a vector (200 float32 or 1000 bfloat16 elements,
+say), ``ALIGN`` is that number and the kernel rewrites them in a form that shows it
+(``_aligned``), so such rows load as vectors too; 1 states nothing.
+
+Rows whose start is not a multiple of 16 bytes (a row length that is not a multiple of a
+vector, e.g. 781 or a 50257-entry vocabulary) would load and store one element per
+instruction. With ``VEC`` > 1 (the elements of 16 bytes) the kernels read such rows in whole
+vectors. The tile kernel reads each row through a window that starts at the 16-byte boundary
+before it; the few lanes of the neighbouring rows that a window covers are loaded, never used,
+and never stored.
 The row and looped kernels read the row's aligned body (``_aligned_body``), with no lane
 outside the row to mask, and the fewer than 16 bytes at each end of it apart; they store the
 body as vectors too where the output is aligned like the input.
@@ -66,8 +72,18 @@ def _widen(i, INDEX_64: tl.constexpr):
 
 
 @triton.jit
-def _row_start(rows, n_inner, outer_stride, inner_stride):
-    return (rows // n_inner) * outer_stride + (rows % n_inner) * inner_stride
+def _aligned(n, ALIGN: tl.constexpr):
+    # ``n``, a row length or stride that the launcher found divisible by ALIGN, in a form from
+    # which Triton can prove that (it specialises integer arguments only on divisibility by 16).
+    if ALIGN > 1:
+        n = n // ALIGN * ALIGN
+    return n
+
+
+@triton.jit
+def _row_start(rows, n_inner, outer_stride, inner_stride, ALIGN: tl.constexpr):
+    return ((rows // n_inner) * _aligned(outer_stride, ALIGN)
+            + (rows % n_inner) * _aligned(inner_stride, ALIGN))
 
 
 @triton.jit
@@ -372,7 +388,7 @@ def softmax_row_kernel(
     x_outer_stride, x_inner_stride, x_col_stride,
     y_outer_stride, y_inner_stride, y_col_stride, scale,
     BLOCK_N: tl.constexpr, TAIL_N: tl.constexpr, INDEX_64: tl.constexpr, LOG: tl.constexpr,
-    STORE_CACHE: tl.constexpr, VEC: tl.constexpr,
+    STORE_CACHE: tl.constexpr, VEC: tl.constexpr, ALIGN: tl.constexpr,
 ):
     """A row that fits on chip: one row per iteration as a 1-D block (a 2-D tile of one row
     would spread warps over its size-1 axis and load every element several times), and with
@@ -384,13 +400,14 @@ def softmax_row_kernel(
     elements around the body are loaded and stored apart. All of a row is loaded before any of
     it is stored, so ``y`` may be ``x``.
     """
+    n_cols = _aligned(n_cols, ALIGN)
     OUT_TY: tl.constexpr = y_ptr.dtype.element_ty
     ACC_TY: tl.constexpr = tl.float64 if OUT_TY == tl.float64 else tl.float32
     ITEM: tl.constexpr = x_ptr.dtype.element_ty.primitive_bitwidth // 8
     cols = _widen(tl.arange(0, BLOCK_N), INDEX_64)
     for r in tl.range(tl.program_id(0), n_rows, tl.num_programs(0)):
         row = _widen(r, INDEX_64)
-        x_row = x_ptr + _row_start(row, n_inner, x_outer_stride, x_inner_stride)
+        x_row = x_ptr + _row_start(row, n_inner, x_outer_stride, x_inner_stride, ALIGN)
         x_body, a, n_body = _range_body(x_row, x_col_stride, 0, n_cols, VEC)
         if VEC > 1:
             e, e_mask = _edge_lanes(a, n_body, n_cols, VEC)
@@ -411,7 +428,7 @@ def softmax_row_kernel(
         if VEC > 1:
             d += tl.sum(tl.exp(xe - shift), axis=0)
         norm = _norm(d, LOG)
-        y_row = y_ptr + _row_start(row, n_inner, y_outer_stride, y_inner_stride)
+        y_row = y_ptr + _row_start(row, n_inner, y_outer_stride, y_inner_stride, ALIGN)
         if VEC > 1:
             tl.store(y_row + e, _finish(xe, shift, norm, LOG).to(OUT_TY), mask=e_mask,
                      cache_modifier=STORE_CACHE)
@@ -441,7 +458,7 @@ def softmax_tile_kernel(
     x_outer_stride, x_inner_stride, x_col_stride,
     y_outer_stride, y_inner_stride, y_col_stride, scale,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, TAIL_N: tl.constexpr, INDEX_64: tl.constexpr,
-    LOG: tl.constexpr, STORE_CACHE: tl.constexpr, VEC: tl.constexpr,
+    LOG: tl.constexpr, STORE_CACHE: tl.constexpr, VEC: tl.constexpr, ALIGN: tl.constexpr,
 ):
     """Rows that fit on chip: a ``BLOCK_M x BLOCK_N`` tile of whole rows per iteration (and a
     ``BLOCK_M x TAIL_N`` one for columns ``BLOCK_N`` on, as in the row kernel). With ``VEC`` > 1
@@ -450,6 +467,7 @@ def softmax_tile_kernel(
 
     A tile is loaded whole before it is stored, so ``y`` may be ``x`` (in place).
     """
+    n_cols = _aligned(n_cols, ALIGN)
     tl.static_assert(VEC == 1 or TAIL_N == 0)
     OUT_TY: tl.constexpr = y_ptr.dtype.element_ty
     ACC_TY: tl.constexpr = tl.float64 if OUT_TY == tl.float64 else tl.float32
@@ -458,7 +476,7 @@ def softmax_tile_kernel(
     for block in tl.range(tl.program_id(0), n_blocks, tl.num_programs(0)):
         rows = _widen(block, INDEX_64) * BLOCK_M + tl.arange(0, BLOCK_M)
         row_mask = (rows < n_rows)[:, None]
-        x_start = _row_start(rows, n_inner, x_outer_stride, x_inner_stride)
+        x_start = _row_start(rows, n_inner, x_outer_stride, x_inner_stride, ALIGN)
         if VEC > 1:
             # One window per row (a column of pointers: multiple_of takes 1-d tensors).
             base, lead, span = _window(x_ptr + x_start, n_cols, VEC)
@@ -484,7 +502,7 @@ def softmax_tile_kernel(
         if TAIL_N > 0:
             d += tl.sum(tl.exp(xt - shift), axis=1)
         norm = _norm(d, LOG)[:, None]
-        y_start = _row_start(rows, n_inner, y_outer_stride, y_inner_stride)[:, None]
+        y_start = _row_start(rows, n_inner, y_outer_stride, y_inner_stride, ALIGN)[:, None]
         tl.store(y_ptr + y_start + cols * y_col_stride,
                  _finish(x, shift, norm, LOG).to(OUT_TY), mask=mask, cache_modifier=STORE_CACHE)
         if TAIL_N > 0:
@@ -500,7 +518,7 @@ def softmax_online_kernel(
     y_outer_stride, y_inner_stride, y_col_stride, scale,
     BLOCK_N: tl.constexpr, LAST_N: tl.constexpr, INDEX_64: tl.constexpr, LOG: tl.constexpr,
     FIRST_EVICT: tl.constexpr, SECOND_EVICT: tl.constexpr, STORE_CACHE: tl.constexpr,
-    VEC: tl.constexpr, STAT_LANES: tl.constexpr,
+    VEC: tl.constexpr, STAT_LANES: tl.constexpr, ALIGN: tl.constexpr,
 ):
     """Rows longer than a block: one row per iteration, two passes over ``BLOCK_N`` chunks
     and, for what is left of the row, chunks of ``LAST_N`` (at most ``BLOCK_N``).
@@ -509,13 +527,14 @@ def softmax_online_kernel(
     ``SECOND_EVICT`` (on CUDA ``evict_last`` then ``evict_first``: the first read's lines stay
     in L2 for the second, which needs them no more). The first keeps ``STAT_LANES`` running
     maxima and sums (``_range_stats``; 0: one)."""
+    n_cols = _aligned(n_cols, ALIGN)
     OUT_TY: tl.constexpr = y_ptr.dtype.element_ty
     ACC_TY: tl.constexpr = tl.float64 if OUT_TY == tl.float64 else tl.float32
     cols = _widen(tl.arange(0, BLOCK_N), INDEX_64)
     for r in tl.range(tl.program_id(0), n_rows, tl.num_programs(0)):
         row = _widen(r, INDEX_64)
-        x_row = x_ptr + _row_start(row, n_inner, x_outer_stride, x_inner_stride)
-        y_row = y_ptr + _row_start(row, n_inner, y_outer_stride, y_inner_stride)
+        x_row = x_ptr + _row_start(row, n_inner, x_outer_stride, x_inner_stride, ALIGN)
+        y_row = y_ptr + _row_start(row, n_inner, y_outer_stride, y_inner_stride, ALIGN)
         m, d = _range_stats(x_row, x_col_stride, cols, 0, n_cols, scale, BLOCK_N, LAST_N,
                             ACC_TY, FIRST_EVICT, VEC, STAT_LANES)
         _range_normalize(x_row, y_row, x_col_stride, y_col_stride, cols, 0, n_cols,
@@ -528,7 +547,7 @@ def softmax_split_stats_kernel(
     part_ptr, x_ptr, n_rows, n_cols, n_inner,
     x_outer_stride, x_inner_stride, x_col_stride, split_cols, scale,
     N_SPLITS: tl.constexpr, BLOCK_N: tl.constexpr, INDEX_64: tl.constexpr, PDL: tl.constexpr,
-    EVICT: tl.constexpr, VEC: tl.constexpr,
+    EVICT: tl.constexpr, VEC: tl.constexpr, ALIGN: tl.constexpr,
 ):
     """Pass 1 of a split row: max and sum of each ``split_cols`` range into ``part_ptr``, a
     ``[2, n_rows, N_SPLITS]`` buffer (maxima, then sums; one buffer, one allocation), reading
@@ -538,13 +557,14 @@ def softmax_split_stats_kernel(
     """
     if PDL:
         gdc_launch_dependents()
+    n_cols = _aligned(n_cols, ALIGN)
     ACC_TY: tl.constexpr = part_ptr.dtype.element_ty
     cols = _widen(tl.arange(0, BLOCK_N), INDEX_64)
     n_items = n_rows * N_SPLITS
     for i in tl.range(tl.program_id(0), n_items, tl.num_programs(0)):
         item = _widen(i, INDEX_64)
         row, lo, hi = _split_range(item, split_cols, n_cols, N_SPLITS)
-        x_row = x_ptr + _row_start(row, n_inner, x_outer_stride, x_inner_stride)
+        x_row = x_ptr + _row_start(row, n_inner, x_outer_stride, x_inner_stride, ALIGN)
         m, d = _range_stats(x_row, x_col_stride, cols, lo, hi, scale, BLOCK_N, BLOCK_N, ACC_TY,
                             EVICT, VEC, 0)
         tl.store(part_ptr + item, m)
@@ -558,6 +578,7 @@ def softmax_split_norm_kernel(
     y_outer_stride, y_inner_stride, y_col_stride, split_cols, scale,
     N_SPLITS: tl.constexpr, BLOCK_N: tl.constexpr, INDEX_64: tl.constexpr, LOG: tl.constexpr,
     PDL: tl.constexpr, EVICT: tl.constexpr, STORE_CACHE: tl.constexpr, VEC: tl.constexpr,
+    ALIGN: tl.constexpr,
 ):
     """Pass 2 of a split row: combine the row's partial max/sum, normalise one column range
     (reading with the L2 eviction policy ``EVICT``).
@@ -566,6 +587,7 @@ def softmax_split_norm_kernel(
     kernel starts), so ``y`` may be ``x`` (in place). With ``PDL`` this kernel is launched
     while pass 1 runs, and waits here for pass 1 to finish and its writes to be visible.
     """
+    n_cols = _aligned(n_cols, ALIGN)
     if PDL:
         gdc_wait()
     OUT_TY: tl.constexpr = y_ptr.dtype.element_ty
@@ -582,8 +604,8 @@ def softmax_split_norm_kernel(
         d_parts = tl.load(parts + n_items)
         shift = _safe_shift(tl.max(m_parts, axis=0))
         d = tl.sum(d_parts * tl.exp(m_parts - shift), axis=0)
-        x_row = x_ptr + _row_start(row, n_inner, x_outer_stride, x_inner_stride)
-        y_row = y_ptr + _row_start(row, n_inner, y_outer_stride, y_inner_stride)
+        x_row = x_ptr + _row_start(row, n_inner, x_outer_stride, x_inner_stride, ALIGN)
+        y_row = y_ptr + _row_start(row, n_inner, y_outer_stride, y_inner_stride, ALIGN)
         _range_normalize(x_row, y_row, x_col_stride, y_col_stride, cols, lo, hi,
                          shift, d, scale, BLOCK_N, BLOCK_N, OUT_TY, ACC_TY, LOG, EVICT,
                          STORE_CACHE, VEC)

@@ -18,7 +18,7 @@ import triton
 import triton.language as tl
 
 from ._compat import gdc_launch_dependents, gdc_wait
-from .kernels import _row_start, _split_range, _widen
+from .kernels import _aligned, _row_start, _split_range, _widen
 
 
 @triton.jit
@@ -89,16 +89,19 @@ def softmax_bwd_row_kernel(
     dy_outer_stride, dy_inner_stride, dy_col_stride,
     y_outer_stride, y_inner_stride, y_col_stride, scale,
     BLOCK_N: tl.constexpr, INDEX_64: tl.constexpr, LOG: tl.constexpr, STORE_CACHE: tl.constexpr,
+    ALIGN: tl.constexpr,
 ):
     """A row that fits one block: one row per iteration as a 1-D block (as the forward's row
     kernel, so no warp idles on a size-1 row axis)."""
+    n_cols = _aligned(n_cols, ALIGN)
     ACC_TY: tl.constexpr = tl.float64 if y_ptr.dtype.element_ty == tl.float64 else tl.float32
     cols = _widen(tl.arange(0, BLOCK_N), INDEX_64)
     mask = cols < n_cols
     for r in tl.range(tl.program_id(0), n_rows, tl.num_programs(0)):
         row = _widen(r, INDEX_64)
-        y_offs = _row_start(row, n_inner, y_outer_stride, y_inner_stride) + cols * y_col_stride
-        dy_offs = _row_start(row, n_inner, dy_outer_stride, dy_inner_stride) \
+        y_offs = _row_start(row, n_inner, y_outer_stride, y_inner_stride, ALIGN) \
+            + cols * y_col_stride
+        dy_offs = _row_start(row, n_inner, dy_outer_stride, dy_inner_stride, ALIGN) \
             + cols * dy_col_stride
         y, dy = _load_pair(y_ptr + y_offs, dy_ptr + dy_offs, mask, ACC_TY, "")
         dot = tl.sum(_term(dy, y, LOG), axis=0)
@@ -113,18 +116,19 @@ def softmax_bwd_tile_kernel(
     dy_outer_stride, dy_inner_stride, dy_col_stride,
     y_outer_stride, y_inner_stride, y_col_stride, scale,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, INDEX_64: tl.constexpr, LOG: tl.constexpr,
-    STORE_CACHE: tl.constexpr,
+    STORE_CACHE: tl.constexpr, ALIGN: tl.constexpr,
 ):
     """Rows that fit one block: a ``BLOCK_M x BLOCK_N`` tile of whole rows per iteration."""
+    n_cols = _aligned(n_cols, ALIGN)
     ACC_TY: tl.constexpr = tl.float64 if y_ptr.dtype.element_ty == tl.float64 else tl.float32
     cols = _widen(tl.arange(0, BLOCK_N), INDEX_64)
     col_mask = cols < n_cols
     for block in tl.range(tl.program_id(0), tl.cdiv(n_rows, BLOCK_M), tl.num_programs(0)):
         rows = _widen(block, INDEX_64) * BLOCK_M + tl.arange(0, BLOCK_M)
         mask = (rows < n_rows)[:, None] & col_mask[None, :]
-        y_offs = _row_start(rows, n_inner, y_outer_stride, y_inner_stride)[:, None] \
+        y_offs = _row_start(rows, n_inner, y_outer_stride, y_inner_stride, ALIGN)[:, None] \
             + cols[None, :] * y_col_stride
-        dy_offs = _row_start(rows, n_inner, dy_outer_stride, dy_inner_stride)[:, None] \
+        dy_offs = _row_start(rows, n_inner, dy_outer_stride, dy_inner_stride, ALIGN)[:, None] \
             + cols[None, :] * dy_col_stride
         y, dy = _load_pair(y_ptr + y_offs, dy_ptr + dy_offs, mask, ACC_TY, "")
         dot = tl.sum(_term(dy, y, LOG), axis=1)[:, None]
@@ -140,16 +144,18 @@ def softmax_bwd_online_kernel(
     y_outer_stride, y_inner_stride, y_col_stride, scale,
     BLOCK_N: tl.constexpr, INDEX_64: tl.constexpr, LOG: tl.constexpr,
     FIRST_EVICT: tl.constexpr, SECOND_EVICT: tl.constexpr, STORE_CACHE: tl.constexpr,
+    ALIGN: tl.constexpr,
 ):
     """Rows longer than a block: one row per iteration, a reduction pass then a gradient pass,
     reading with the L2 eviction policies ``FIRST_EVICT`` and ``SECOND_EVICT`` (as the
     forward's ``softmax_online_kernel``)."""
+    n_cols = _aligned(n_cols, ALIGN)
     ACC_TY: tl.constexpr = tl.float64 if y_ptr.dtype.element_ty == tl.float64 else tl.float32
     cols = _widen(tl.arange(0, BLOCK_N), INDEX_64)
     for r in tl.range(tl.program_id(0), n_rows, tl.num_programs(0)):
         row = _widen(r, INDEX_64)
-        y_start = _row_start(row, n_inner, y_outer_stride, y_inner_stride)
-        dy_row = dy_ptr + _row_start(row, n_inner, dy_outer_stride, dy_inner_stride)
+        y_start = _row_start(row, n_inner, y_outer_stride, y_inner_stride, ALIGN)
+        dy_row = dy_ptr + _row_start(row, n_inner, dy_outer_stride, dy_inner_stride, ALIGN)
         dot = _range_dot(y_ptr + y_start, dy_row, y_col_stride, dy_col_stride, cols, 0, n_cols,
                          BLOCK_N, ACC_TY, LOG, FIRST_EVICT)
         _range_grad(dx_ptr + y_start, y_ptr + y_start, dy_row, y_col_stride, dy_col_stride, cols,
@@ -162,11 +168,12 @@ def softmax_bwd_split_dot_kernel(
     dy_outer_stride, dy_inner_stride, dy_col_stride,
     y_outer_stride, y_inner_stride, y_col_stride, split_cols,
     N_SPLITS: tl.constexpr, BLOCK_N: tl.constexpr, INDEX_64: tl.constexpr, LOG: tl.constexpr,
-    PDL: tl.constexpr, EVICT: tl.constexpr,
+    PDL: tl.constexpr, EVICT: tl.constexpr, ALIGN: tl.constexpr,
 ):
     """Pass 1 of a split row: the reduction of each ``split_cols`` range into
     ``[n_rows, N_SPLITS]``, reading with the L2 eviction policy ``EVICT``. With ``PDL``, pass 2
     may be launched at once (as the forward's)."""
+    n_cols = _aligned(n_cols, ALIGN)
     if PDL:
         gdc_launch_dependents()
     ACC_TY: tl.constexpr = dot_ptr.dtype.element_ty
@@ -174,8 +181,8 @@ def softmax_bwd_split_dot_kernel(
     for i in tl.range(tl.program_id(0), n_rows * N_SPLITS, tl.num_programs(0)):
         item = _widen(i, INDEX_64)
         row, lo, hi = _split_range(item, split_cols, n_cols, N_SPLITS)
-        y_row = y_ptr + _row_start(row, n_inner, y_outer_stride, y_inner_stride)
-        dy_row = dy_ptr + _row_start(row, n_inner, dy_outer_stride, dy_inner_stride)
+        y_row = y_ptr + _row_start(row, n_inner, y_outer_stride, y_inner_stride, ALIGN)
+        dy_row = dy_ptr + _row_start(row, n_inner, dy_outer_stride, dy_inner_stride, ALIGN)
         dot = _range_dot(y_row, dy_row, y_col_stride, dy_col_stride, cols, lo, hi,
                          BLOCK_N, ACC_TY, LOG, EVICT)
         tl.store(dot_ptr + item, dot)
@@ -187,10 +194,11 @@ def softmax_bwd_split_grad_kernel(
     dy_outer_stride, dy_inner_stride, dy_col_stride,
     y_outer_stride, y_inner_stride, y_col_stride, split_cols, scale,
     N_SPLITS: tl.constexpr, BLOCK_N: tl.constexpr, INDEX_64: tl.constexpr, LOG: tl.constexpr,
-    PDL: tl.constexpr, EVICT: tl.constexpr, STORE_CACHE: tl.constexpr,
+    PDL: tl.constexpr, EVICT: tl.constexpr, STORE_CACHE: tl.constexpr, ALIGN: tl.constexpr,
 ):
     """Pass 2 of a split row: add up the row's partial reductions, write one column range
     (with ``PDL``, once pass 1 has finished), reading with the L2 eviction policy ``EVICT``."""
+    n_cols = _aligned(n_cols, ALIGN)
     if PDL:
         gdc_wait()
     ACC_TY: tl.constexpr = dot_ptr.dtype.element_ty
@@ -200,7 +208,7 @@ def softmax_bwd_split_grad_kernel(
         item = _widen(i, INDEX_64)
         row, lo, hi = _split_range(item, split_cols, n_cols, N_SPLITS)
         dot = tl.sum(tl.load(dot_ptr + row * N_SPLITS + splits), axis=0)
-        y_start = _row_start(row, n_inner, y_outer_stride, y_inner_stride)
-        dy_row = dy_ptr + _row_start(row, n_inner, dy_outer_stride, dy_inner_stride)
+        y_start = _row_start(row, n_inner, y_outer_stride, y_inner_stride, ALIGN)
+        dy_row = dy_ptr + _row_start(row, n_inner, dy_outer_stride, dy_inner_stride, ALIGN)
         _range_grad(dx_ptr + y_start, y_ptr + y_start, dy_row, y_col_stride, dy_col_stride, cols,
                     lo, hi, dot, scale, BLOCK_N, ACC_TY, LOG, EVICT, STORE_CACHE)

@@ -119,7 +119,7 @@ def plan(layout: RowLayout, itemsize: int, n_cores: int, be: Backend,
     tile and chunk budgets are shared between them.
     """
     return _plan(layout.n_rows, layout.n_cols, layout.max_offset(), itemsize, n_cores,
-                 be.for_layout(layout, streams), variant, streams)
+                 be.for_layout(layout, itemsize, streams), variant, streams)
 
 
 @functools.lru_cache(maxsize=4096)
@@ -289,19 +289,20 @@ def prepare_softmax(x_dtype: torch.dtype, y_dtype: torch.dtype, device: torch.de
                     scale: float = 1.0) -> Launch:
     """The ``Launch`` of ``launch_softmax`` for inputs of ``x_dtype`` and outputs of ``y_dtype``
     on ``device`` laid out as ``layout``, without running it. Operands: ``(x, y)``."""
-    be = backend().for_layout(layout)
-    device_index = device.index or 0
     itemsize = max(x_dtype.itemsize, y_dtype.itemsize)
+    be = backend().for_layout(layout, itemsize)
+    device_index = device.index or 0
     p = plan(layout, itemsize, core_count(device_index), be, variant)
-    # Rows that are not 16-byte aligned may be read in 16-byte vectors (aligned windows or
-    # bodies).
+    # Rows whose length and strides are whole vectors load as vectors (ALIGN); others may be
+    # read in 16-byte vectors all the same (aligned windows or bodies).
+    align = be.row_align(layout, itemsize)
     vec = be.window_vec(layout, p, x_dtype.itemsize)
     options = be.options(p, itemsize)
-    key = (p, x_dtype, y_dtype, log, be.name, device.type, device_index, vec,
+    key = (p, x_dtype, y_dtype, log, be.name, device.type, device_index, vec, align,
            *sorted(options.items()))
     rows = (layout.n_rows, layout.n_cols, layout.n_inner)
     flags = {"BLOCK_N": p.block_n, "INDEX_64": p.index_64, "LOG": log,
-             "STORE_CACHE": be.output_cache}
+             "STORE_CACHE": be.output_cache, "ALIGN": align}
     # The looped variants read a row twice: the target's L2 policies for the two reads.
     first, second = be.reread_eviction
     every_row = (*rows, *layout.x_strides, *layout.y_strides, scale)
@@ -326,7 +327,7 @@ def prepare_softmax(x_dtype: torch.dtype, y_dtype: torch.dtype, device: torch.de
         n_items = layout.n_rows * p.n_splits
         cols = p.split_cols(layout.n_cols)
         split = {"N_SPLITS": p.n_splits, "BLOCK_N": p.block_n, "INDEX_64": p.index_64,
-                 "PDL": be.dependent_launch, "VEC": vec}
+                 "PDL": be.dependent_launch, "VEC": vec, "ALIGN": align}
         steps = (
             _Step(K.softmax_split_stats_kernel, key + ("stats",), n_items, (2, 0),
                   (*rows, *layout.x_strides, cols, scale), {**split, "EVICT": first}, options),
@@ -348,15 +349,16 @@ def launch_softmax_backward(dy: torch.Tensor, y: torch.Tensor, dx: torch.Tensor,
     ``layout.x_strides`` address ``dy``; ``layout.y_strides`` address both ``y`` and ``dx``.
     The variant and tile come from the forward's ``plan``, for two input streams.
     """
-    be = backend().for_layout(layout, streams=2)
-    device_index = dy.device.index or 0
     itemsize = max(dy.element_size(), y.element_size(), dx.element_size())
+    be = backend().for_layout(layout, itemsize, streams=2)
+    device_index = dy.device.index or 0
     p = plan(layout, itemsize, core_count(device_index), be, variant, streams=2)
     options = be.options(p, itemsize)
+    align = be.row_align(layout, itemsize)
     key = (p, dy.dtype, y.dtype, dx.dtype, log, be.name, dy.device.type, device_index,
-           "backward", *sorted(options.items()))
+           "backward", align, *sorted(options.items()))
     rows = (layout.n_rows, layout.n_cols, layout.n_inner, *layout.x_strides, *layout.y_strides)
-    flags = {"BLOCK_N": p.block_n, "INDEX_64": p.index_64, "LOG": log}
+    flags = {"BLOCK_N": p.block_n, "INDEX_64": p.index_64, "LOG": log, "ALIGN": align}
     # Kernels that write dx store with the target's cache modifier.
     writes = {**flags, "STORE_CACHE": be.output_cache}
     first, second = be.reread_eviction

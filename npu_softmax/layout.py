@@ -18,12 +18,24 @@ class RowLayout:
     x_strides: tuple[int, int, int]
     y_strides: tuple[int, int, int]
 
-    def vector_rows(self) -> bool:
-        """Whether Triton can prove every input row 16-byte aligned, so it loads rows in 16-byte
-        vectors by itself: contiguous elements, and a row length and row strides divisible by
-        16 (the integer arguments it specialises on)."""
-        outer, inner, col = self.x_strides
-        return col == 1 and self.n_cols % 16 == 0 and outer % 16 == 0 and inner % 16 == 0
+    def row_align(self, itemsize: int) -> int:
+        """The elements of a 16-byte vector (of ``itemsize``-byte elements) where every row of
+        both tensors is whole vectors at a whole number of vectors from its tensor's start:
+        contiguous elements, and a row length and row strides divisible by that many; else 1.
+
+        Triton proves such rows 16-byte aligned by itself only where those numbers divide by 16
+        (the integers it specialises on); the kernels' ``ALIGN`` tells it the rest (rows of 200
+        float32 or 1000 bfloat16 elements, say).
+        """
+        vec = max(1, 16 // itemsize)
+        counts = (self.n_cols, *self.x_strides[:2], *self.y_strides[:2])
+        if self.x_strides[2] != 1 or self.y_strides[2] != 1 or any(c % vec for c in counts):
+            return 1
+        return vec
+
+    def vector_rows(self, itemsize: int) -> bool:
+        """Whether every row of both tensors is 16-byte aligned whole vectors (``row_align``)."""
+        return self.row_align(itemsize) > 1
 
     def max_offset(self) -> int:
         """The largest element offset either tensor reaches (to choose 32- or 64-bit indexing)."""

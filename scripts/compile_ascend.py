@@ -277,7 +277,7 @@ def compile_one(t: Target, dtype_name: str, p: launcher.Plan, layout: str, fn_na
     x, dim = ascend_cpu.example(p, dtype_name, layout)
     y_strides = torch.empty(x.shape).stride()
     be = AscendBackend(t.arch).for_layout(row_layout(x.shape, dim % x.dim(), x.stride(),
-                                                     y_strides))
+                                                     y_strides), x.element_size())
     fn = getattr(K, fn_name)
     row = Row(t.name, dtype_name, layout, fn_name.removeprefix("softmax_").removesuffix("_kernel"),
               p,

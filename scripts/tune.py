@@ -46,6 +46,11 @@ def _rows(lay: RowLayout) -> tuple:
     return (lay.n_rows, lay.n_cols, lay.n_inner, *lay.x_strides)
 
 
+def _align(x: torch.Tensor, lay: RowLayout) -> int:
+    """The kernels' ``ALIGN`` for ``x``'s rows, as the launcher passes it on CUDA."""
+    return lay.row_align(x.element_size())
+
+
 def _vecs(x: torch.Tensor, lay: RowLayout, variant: str, block_m: int, block_n: int,
           tail_n: int = 0) -> tuple[int, ...]:
     """The kernels' ``VEC`` values worth timing for one configuration: 1, and an aligned window
@@ -82,7 +87,7 @@ def tile_configs(x: torch.Tensor, y: torch.Tensor, lay: RowLayout,
                     warps=warps, stages=stages) -> None:
                 kernel[grid](y, x, *_rows(lay), *lay.y_strides, 1.0, BLOCK_N=block_n,
                              TAIL_N=tail_n, INDEX_64=False, LOG=False, STORE_CACHE=STORE,
-                             num_warps=warps, num_stages=stages, **tile)
+                             ALIGN=_align(x, lay), num_warps=warps, num_stages=stages, **tile)
             yield (f"BLOCK_M={block_m} BLOCK_N={block_n}+{tail_n} warps={warps} "
                    f"stages={stages} programs/SM={per_sm} VEC={vec}", run)
 
@@ -118,7 +123,8 @@ def online_configs(x: torch.Tensor, y: torch.Tensor, lay: RowLayout,
             K.softmax_online_kernel[grid](y, x, *_rows(lay), *lay.y_strides, 1.0,
                                           BLOCK_N=block_n, LAST_N=last_n, INDEX_64=False,
                                           LOG=False, FIRST_EVICT=first, SECOND_EVICT=second,
-                                          STORE_CACHE=STORE, VEC=vec, STAT_LANES=lanes, **opts)
+                                          STORE_CACHE=STORE, VEC=vec, STAT_LANES=lanes,
+                                          ALIGN=_align(x, lay), **opts)
         yield (f"BLOCK_N={block_n} LAST_N={last_n} warps={warps} stages={stages} "
                f"maxnreg={cap} programs/SM={per_sm} evict={first or 'default'}/"
                f"{second or 'default'} VEC={vec} STAT_LANES={lanes}", run)
@@ -137,7 +143,7 @@ def split_configs(x: torch.Tensor, y: torch.Tensor, lay: RowLayout,
         parts = torch.empty(2 * m * splits, device=x.device)
         grid = (min(m * splits, sms * 8),)
         opts = {"BLOCK_N": block_n, "INDEX_64": False, "N_SPLITS": splits, "PDL": False,
-                "VEC": vec, "num_warps": warps, "num_stages": stages}
+                "VEC": vec, "ALIGN": _align(x, lay), "num_warps": warps, "num_stages": stages}
 
         def run(parts=parts, grid=grid, cols=cols, opts=opts) -> None:
             K.softmax_split_stats_kernel[grid](parts, x, *_rows(lay), cols, 1.0,
@@ -199,7 +205,8 @@ def host_costs() -> None:
         "kept Launch(x, y)": lambda: kept(x, y),
         "Triton kernel[grid](...)": lambda: K.softmax_row_kernel[(4,)](
             y, x, *_rows(lay), *lay.y_strides, 1.0, BLOCK_N=128, TAIL_N=0, INDEX_64=False,
-            LOG=False, STORE_CACHE=STORE, VEC=1, num_warps=4, num_stages=1),
+            LOG=False, STORE_CACHE=STORE, VEC=1, ALIGN=_align(x, lay), num_warps=4,
+            num_stages=1),
         "eager.forward_signature": lambda: eager.forward_signature(x, -1, None, None, None,
                                                                   False),
         "torch.empty": lambda: torch.empty((4, 128), dtype=torch.float32, device=x.device),

@@ -36,20 +36,20 @@ def test_no_dependent_launch_off_cuda() -> None:
 
 
 @pytest.mark.parametrize("n_rows", [8192, 65536])
-@pytest.mark.parametrize("n_cols,most_rows", [(100, {2: 8, 4: 8}), (200, {2: 4, 4: 4}),
-                                              (333, {4: 4}), (336, {2: 8, 4: 8}),
+@pytest.mark.parametrize("n_cols,most_rows", [(102, {2: 8, 4: 8}), (202, {2: 4, 4: 4}),
+                                              (333, {4: 4}), (400, {2: 8, 4: 8}),
                                               (777, {4: 2})])
 def test_cuda_tiles_of_unaligned_rows_are_small(n_rows: int, n_cols: int,
                                                 most_rows: dict[int, int]) -> None:
-    """Rows that are not 16-byte aligned (all but 336) go in tiles of at most 1024 elements on
+    """Rows that are not 16-byte aligned (all but 400) go in tiles of at most 1024 elements on
     CUDA, float32 rows of 512- and 1024-lane blocks in tiles of at most 2048; 2-byte tiles of
     such rows take 2 warps, other tiles more, and read through windows only up to 128 lanes a
     row (float32: all but 512-lane rows). (2-byte rows of 257-1024 elements: the next
     test.)"""
     be = CudaBackend("cuda", 90)
     layout = _contiguous(n_rows, n_cols)
-    sibling = be.for_layout(layout)
     for itemsize in most_rows:
+        sibling = be.for_layout(layout, itemsize)
         p = launcher.plan(layout, itemsize, 132, be)
         assert p.variant == "tile" and p.block_n == triton.next_power_of_2(n_cols)
         # 65536 rows leave each SM enough row blocks of the most rows; 8192 may take fewer.
@@ -67,7 +67,7 @@ def test_cuda_tiles_of_unaligned_rows_are_small(n_rows: int, n_cols: int,
 
 
 @pytest.mark.parametrize("n_cols,tail", [(257, 1), (300, 64), (333, 128), (500, 0),
-                                         (600, 128), (777, 0), (1000, 0)])
+                                         (602, 128), (777, 0), (1002, 0)])
 def test_cuda_unaligned_2_byte_rows_of_257_to_1024_go_one_to_a_one_warp_program(
         n_cols: int, tail: int) -> None:
     """Such rows run the row kernel with one warp in the forward, as a head of half their
@@ -79,13 +79,30 @@ def test_cuda_unaligned_2_byte_rows_of_257_to_1024_go_one_to_a_one_warp_program(
     assert (p.variant, p.block_m, p.tail_n) == ("tile", 1, tail)
     block = triton.next_power_of_2(n_cols)
     assert p.block_n == (block // 2 if tail else block)
-    assert be.for_layout(layout).options(p, 2)["num_warps"] == 1
+    assert be.for_layout(layout, 2).options(p, 2)["num_warps"] == 1
     backward = launcher.plan(layout, 2, 132, be, streams=2)
     assert backward.block_m > 1
-    assert be.for_layout(layout, streams=2).options(backward, 2)["num_warps"] > 1
+    assert be.for_layout(layout, 2, streams=2).options(backward, 2)["num_warps"] > 1
     assert launcher.plan(layout, 4, 132, be).block_m > 1
-    aligned = _contiguous(65536, 336)
+    aligned = _contiguous(65536, 512)
     assert launcher.plan(aligned, 2, 132, be).block_m > 1
+
+
+@pytest.mark.parametrize("n_cols,tail", [(336, 128), (576, 64), (600, 128), (528, 16),
+                                         (304, 64), (1000, 0), (1024, 0), (512, 0), (400, 0)])
+def test_cuda_aligned_2_byte_rows_of_257_to_1024_with_a_tail_go_one_to_a_one_warp_program(
+        n_cols: int, tail: int) -> None:
+    """2-byte rows of 16-byte vectors (16-divisible or not) run the row kernel with one warp
+    in the forward where a head and a tail take fewer lanes than their block, and tiles of
+    several rows otherwise."""
+    be = CudaBackend("cuda", 90)
+    layout = _contiguous(65536, n_cols)
+    assert layout.vector_rows(2)
+    p = launcher.plan(layout, 2, 132, be)
+    assert (p.variant, p.tail_n) == ("tile", tail)
+    assert (p.block_m == 1) == (tail > 0)
+    assert (be.for_layout(layout, 2).options(p, 2)["num_warps"] == 1) == (tail > 0)
+    assert launcher.plan(layout, 2, 132, be, streams=2).block_m > 1
 
 
 def test_cuda_grids_of_one_warp_programs_fill_their_sms(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -117,7 +134,7 @@ def test_cuda_grids_of_8_warp_rows_with_a_tail_are_what_the_sms_hold(
     layout = _contiguous(4096, 9472)
     p = launcher.plan(layout, 2, 132, be)
     assert (p.block_n, p.tail_n) == (8192, 2048)
-    assert be.for_layout(layout).options(p, 2)["num_warps"] == 8
+    assert be.for_layout(layout, 2).options(p, 2)["num_warps"] == 8
 
 
 def test_launches_compile_with_the_options_of_their_rows(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -129,14 +146,52 @@ def test_launches_compile_with_the_options_of_their_rows(monkeypatch: pytest.Mon
     monkeypatch.setattr(launcher, "backend", lambda: be)
     monkeypatch.setattr(launcher, "core_count", lambda device_index: 132)
     device = torch.device("cuda", 0)
-    for n_cols in (200, 208):
+    for n_cols in (202, 208):
         layout = _contiguous(65536, n_cols)
         launch = launcher.prepare_softmax(torch.bfloat16, torch.bfloat16, device, layout)
         (step,) = launch.steps
-        expected = be.for_layout(layout).options(launch.plan, 2)
+        expected = be.for_layout(layout, 2).options(launch.plan, 2)
         assert step.options == expected
-        assert (expected["num_warps"] == 2) == (n_cols == 200)
+        assert (expected["num_warps"] == 2) == (n_cols == 202)
         assert ("num_warps", expected["num_warps"]) in step.key
+
+
+@pytest.mark.parametrize("n_cols,itemsize,align", [
+    (200, 2, 8), (1000, 2, 8), (100, 2, 1), (202, 2, 1), (208, 2, 8), (200, 4, 4), (100, 4, 4),
+    (202, 4, 1), (4100, 4, 4), (50260, 4, 4), (50260, 2, 1), (1002, 8, 2), (1001, 8, 1)])
+def test_rows_of_whole_vectors_are_stated_aligned(monkeypatch: pytest.MonkeyPatch, n_cols: int,
+                                                  itemsize: int, align: int) -> None:
+    """Rows whose length and strides are whole 16-byte vectors, 16-divisible or not, are
+    planned as aligned rows on CUDA, and every kernel of the launch (forward and backward) is
+    told so (``ALIGN``, also in its ``kernels`` key); other rows get 1, and Ascend 1 always.
+    Planned for CUDA without a GPU: nothing is launched."""
+    be = CudaBackend("cuda", 90)
+    monkeypatch.setattr(launcher, "backend", lambda: be)
+    monkeypatch.setattr(launcher, "core_count", lambda device_index: 132)
+    dtype = {2: torch.bfloat16, 4: torch.float32, 8: torch.float64}[itemsize]
+    for n_rows in (4096, 8):  # the split variant too
+        layout = _contiguous(n_rows, n_cols)
+        assert be.for_layout(layout, itemsize).unaligned_rows == (align == 1)
+        launch = launcher.prepare_softmax(dtype, dtype, torch.device("cuda", 0), layout)
+        for step in launch.steps:
+            assert step.constexprs["ALIGN"] == align and align in step.key
+    assert AscendBackend("Ascend910B3").row_align(_contiguous(64, n_cols), itemsize) == 1
+
+
+def test_rows_of_whole_vectors_need_every_stride_whole() -> None:
+    """A row is whole vectors only where the row length and both tensors' row strides are
+    multiples of a vector and its elements are contiguous."""
+    def layout(x_strides: tuple, y_strides: tuple, n_cols: int = 200) -> RowLayout:
+        return RowLayout(4096, n_cols, 8, x_strides, y_strides)
+
+    assert layout((1600, 200, 1), (1600, 200, 1)).row_align(4) == 4
+    assert layout((1600, 200, 1), (1600, 200, 1)).row_align(2) == 8
+    assert layout((1616, 202, 1), (1600, 200, 1)).row_align(4) == 1
+    assert layout((1600, 200, 1), (1602, 200, 1)).row_align(4) == 1
+    assert layout((1600, 200, 1), (1600, 200, 1), n_cols=198).row_align(4) == 1
+    assert layout((1600, 200, 2), (1600, 200, 1)).row_align(4) == 1
+    assert layout((1600, 200, 1), (1600, 200, 1)).row_align(8) == 2
+    assert not layout((1616, 202, 1), (1600, 200, 1)).vector_rows(4)
 
 
 @pytest.mark.parametrize("n_cols,itemsize,lanes", [
@@ -149,7 +204,7 @@ def test_cuda_online_first_pass_keeps_a_max_and_sum_per_vector_lane(
     fit a tile, and the split kernels, keep one."""
     be = CudaBackend("cuda", 90)
     layout = _contiguous(4096, n_cols)
-    sibling = be.for_layout(layout)
+    sibling = be.for_layout(layout, itemsize)
     p = launcher.plan(layout, itemsize, 132, be)
     assert p.variant == "online"
     assert sibling.stat_lanes(p, itemsize) == lanes
@@ -173,7 +228,7 @@ def test_cuda_warps_of_one_row_a_program(n_cols: int, itemsize: int, warps: int)
         if streams == 2 and p.variant != "tile":
             continue
         assert (p.variant, p.block_m, p.tail_n) == ("tile", 1, 0)
-        assert be.for_layout(layout, streams).options(p, itemsize)["num_warps"] == warps
+        assert be.for_layout(layout, itemsize, streams).options(p, itemsize)["num_warps"] == warps
 
 
 @pytest.mark.parametrize("n_cols,warps", [(10001, 16), (12352, 32), (16383, 16)])
@@ -184,9 +239,9 @@ def test_cuda_warps_of_float32_rows_of_16384_lanes(n_cols: int, warps: int) -> N
     layout = _contiguous(4096, n_cols)
     p = launcher.plan(layout, 4, 132, be)
     assert (p.variant, p.block_m, p.block_n) == ("tile", 1, 16384)
-    assert be.for_layout(layout).options(p, 4)["num_warps"] == warps
+    assert be.for_layout(layout, 4).options(p, 4)["num_warps"] == warps
     p = launcher.plan(layout, 4, 132, be, streams=2)
-    assert be.for_layout(layout, 2).options(p, 4)["num_warps"] == 32
+    assert be.for_layout(layout, 4, 2).options(p, 4)["num_warps"] == 32
 
 
 @pytest.mark.parametrize("n_cols,tail,warps", [
@@ -202,7 +257,7 @@ def test_cuda_tails_of_2_byte_rows_of_16384_lanes(n_cols: int, tail: int, warps:
     block = triton.next_power_of_2(n_cols)
     assert (p.variant, p.block_m, p.tail_n) == ("tile", 1, tail)
     assert p.block_n == (block // 2 if tail else block)
-    assert be.for_layout(layout).options(p, 2)["num_warps"] == warps
+    assert be.for_layout(layout, 2).options(p, 2)["num_warps"] == warps
 
 
 @pytest.mark.parametrize("n_cols,itemsize,chunk,last,maxnreg", [
@@ -221,7 +276,7 @@ def test_cuda_last_chunks_of_online_rows(n_cols: int, itemsize: int, chunk: int,
     layout = _contiguous(4096, n_cols)
     p = launcher.plan(layout, itemsize, 132, be)
     assert (p.variant, p.block_n, p.last_n) == ("online", chunk, last)
-    assert be.for_layout(layout).options(p, itemsize).get("maxnreg") == maxnreg
+    assert be.for_layout(layout, itemsize).options(p, itemsize).get("maxnreg") == maxnreg
     assert launcher.plan(layout, itemsize, 132, be, streams=2).last_n == 0
     assert CudaBackend("hip", "gfx942").options(p, itemsize).get("maxnreg") is None
 

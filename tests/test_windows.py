@@ -29,7 +29,7 @@ def _vec(be: object, shape: tuple[int, int], itemsize: int, strides: tuple[int, 
     strides = strides or (shape[1], 1)
     layout = row_layout(shape, 1, strides, (shape[1], 1))
     p = launcher.plan(layout, itemsize, cores, be, variant)
-    return p, be.for_layout(layout).window_vec(layout, p, itemsize)
+    return p, be.for_layout(layout, itemsize).window_vec(layout, p, itemsize)
 
 
 @pytest.mark.parametrize("dtype,vec", VECS)
@@ -39,12 +39,14 @@ def test_cuda_windows_short_misaligned_tiles_and_looped_rows(dtype: torch.dtype,
     size = dtype.itemsize
     # Tiles of float32 rows only: 2-byte tiles ran faster as they are on the H100, and so did
     # float32 tiles of four 512-lane rows (2-byte rows of that length go one to a program).
-    p, got = _vec(be, (8192, 200), size)
+    p, got = _vec(be, (8192, 202), size)
     assert (p.variant, got) == ("tile", vec if size == 4 else 1) and p.block_m > 1
     p, got = _vec(be, (8192, 333), size)
     assert (p.variant, got) == ("tile", 1) and (p.block_m == 1) == (size == 2)
-    # 16-divisible rows load as vectors already; strided rows cannot use a window.
+    # Rows of whole vectors load as vectors already (16-divisible, or through ``ALIGN``);
+    # strided rows cannot use a window.
     assert _vec(be, (8192, 336), size)[1] == 1
+    assert _vec(be, (8192, 200), size)[1] == 1
     assert _vec(be, (8192, 333), size, strides=(1, 8192))[1] == 1
     # One row per block (the row kernel: its aligned body) in more than 1024 lanes, with a
     # tail block too; tiles of several longer rows never.
@@ -71,8 +73,10 @@ def test_cuda_windows_short_misaligned_tiles_and_looped_rows(dtype: torch.dtype,
 def test_windows_off_on_ascend_on_wherever_they_apply_under_the_interpreter() -> None:
     for variant in ("tile", "online", "split"):
         assert _vec(AscendBackend("Ascend910B3"), (64, 3001), 2, variant=variant)[1] == 1
-        # 3500 columns: a tile with no tail block (3001 would be 2048 + 1024).
-        assert _vec(InterpreterBackend(), (64, 3500), 4, variant=variant, cores=4)[1] == 4
+        # 3502 columns: a tile with no tail block (3001 would be 2048 + 1024).
+        assert _vec(InterpreterBackend(), (64, 3502), 4, variant=variant, cores=4)[1] == 4
+        # Rows of whole vectors need none.
+        assert _vec(InterpreterBackend(), (64, 3500), 4, variant=variant, cores=4)[1] == 1
     assert _vec(InterpreterBackend(), (64, 3001), 4, variant="tile", cores=4)[1] == 1
     # One row per block (the row kernel), with a tail block too (2048 + 1024 lanes).
     p, got = _vec(InterpreterBackend(), (3, 3001), 2, variant="tile", cores=4)
@@ -89,7 +93,7 @@ def test_windows_off_on_ascend_on_wherever_they_apply_under_the_interpreter() ->
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16])
 # Three rows: one to a block (the row kernel, reading its aligned body), 20001 columns in a
 # head and a tail block on CUDA too.
-@pytest.mark.parametrize("rows,cols", [(19, 333), (19, 3500), (3, 3001), (3, 20001)])
+@pytest.mark.parametrize("rows,cols", [(19, 333), (19, 3502), (3, 3001), (3, 20001)])
 def test_misaligned_tensors_views_and_outputs(kernel_device: str, variant: str | None,
                                               dtype: torch.dtype, rows: int, cols: int) -> None:
     """Inputs and outputs starting anywhere in a 16-byte block, a column slice (rows of another
@@ -134,9 +138,10 @@ def test_neighbour_nan_and_inf_stay_out_of_a_row(kernel_device: str, variant: st
 
 #: Compiles the tile kernel (4 rows of 512 lanes) or the row kernel (a head of 4096 lanes and a
 #: tail of 1024) for an sm_90 GPU (no GPU needed; pointers 16-byte aligned, the other arguments
-#: as the launcher passes a contiguous row matrix) and prints the PTX's global load and store
-#: instructions; exits 3 where this Triton has no NVIDIA backend (triton-ascend). Run in its
-#: own process: Triton's interpreter, which the CPU suite runs under, cannot compile.
+#: as the launcher passes a contiguous row matrix of a length not divisible by 16, with the
+#: given ``VEC`` and ``ALIGN``) and prints the PTX's global load and store instructions; exits 3
+#: where this Triton has no NVIDIA backend (triton-ascend). Run in its own process: Triton's
+#: interpreter, which the CPU suite runs under, cannot compile.
 _GLOBAL_ACCESSES = """
 import json, re, sys
 from triton.backends import backends
@@ -147,11 +152,11 @@ from triton.backends.compiler import GPUTarget
 from triton.compiler import ASTSource
 from npu_softmax import kernels as K
 
-dtype, vec, kernel = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+dtype, vec, kernel, align = sys.argv[1], int(sys.argv[2]), sys.argv[3], int(sys.argv[4])
 runtime = {"y_ptr": "*" + dtype, "x_ptr": "*" + dtype, "n_rows": "i32", "n_cols": "i32",
            "n_inner": "i32", "x_outer_stride": "i32", "y_outer_stride": "i32", "scale": "fp32"}
 fixed = {"x_inner_stride": 0, "x_col_stride": 1, "y_inner_stride": 0, "y_col_stride": 1,
-         "INDEX_64": False, "LOG": False, "STORE_CACHE": "", "VEC": vec}
+         "INDEX_64": False, "LOG": False, "STORE_CACHE": "", "VEC": vec, "ALIGN": align}
 if kernel == "tile":
     fn, fixed = K.softmax_tile_kernel, {**fixed, "BLOCK_M": 4, "BLOCK_N": 512, "TAIL_N": 0}
 else:
@@ -173,19 +178,22 @@ def test_windowed_loads_and_stores_are_16_byte_vectors(kernel: str, dtype: str,
     """On CUDA, rows of a length that is not a multiple of 16 load and store one element per
     instruction, and load as 16-byte vectors through windows: the point of them. The row
     kernel loads and stores the row's aligned body as vectors (the elements around it one by
-    one)."""
+    one). Rows that are whole vectors (``ALIGN``) load and store nothing but vectors."""
     ops = {}
-    for v in (1, vec):
-        done = subprocess.run([sys.executable, "-c", _GLOBAL_ACCESSES, dtype, str(v), kernel],
-                              capture_output=True, text=True,
+    for v, align in ((1, 1), (vec, 1), (1, vec)):
+        done = subprocess.run([sys.executable, "-c", _GLOBAL_ACCESSES, dtype, str(v), kernel,
+                               str(align)], capture_output=True, text=True,
                               env={**os.environ, "TRITON_INTERPRET": "0"})
         if done.returncode == 3:
             pytest.skip("this Triton has no NVIDIA backend")
         assert done.returncode == 0, done.stderr[-2000:]
-        ops[v] = json.loads(done.stdout.splitlines()[-1])
-    assert ops[1]["ld"] and not any(".v" in op for op in ops[1]["ld"] + ops[1]["st"])
+        ops[v, align] = json.loads(done.stdout.splitlines()[-1])
+    plain, windowed, aligned = ops[1, 1], ops[vec, 1], ops[1, vec]
+    assert plain["ld"] and not any(".v" in op for op in plain["ld"] + plain["st"])
     if kernel == "tile":
-        assert ops[vec]["ld"] and all(".v4." in op for op in ops[vec]["ld"])
+        assert windowed["ld"] and all(".v4." in op for op in windowed["ld"])
     else:
-        assert any(".v4." in op for op in ops[vec]["ld"])
-        assert any(".v4." in op for op in ops[vec]["st"])
+        assert any(".v4." in op for op in windowed["ld"])
+        assert any(".v4." in op for op in windowed["st"])
+    assert aligned["ld"] and aligned["st"]
+    assert all(".v4." in op for op in aligned["ld"] + aligned["st"])

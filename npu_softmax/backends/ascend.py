@@ -68,11 +68,17 @@ class AscendBackend(Backend):
         self.multibuffer = multibuffer
         self.strided = strided  # rows whose elements are not contiguous
 
-    def for_layout(self, layout: RowLayout, streams: int = 1) -> AscendBackend:
+    def for_layout(self, layout: RowLayout, itemsize: int, streams: int = 1) -> AscendBackend:
         strided = layout.x_strides[2] != 1 or layout.y_strides[2] != 1
         if strided == self.strided or self.arch.startswith(STRIDED_LIKE_CONTIGUOUS):
             return self
         return AscendBackend(self.arch, self.multibuffer, strided)
+
+    def row_align(self, layout: RowLayout, itemsize: int) -> int:
+        # Rows move to the unified buffer by DMA, not in per-thread vectors, so the hint has
+        # nothing to enable there; without it the NPU binaries stay the ones the offline compile
+        # check covers.
+        return 1
 
     def tile_budget_bytes(self) -> int:
         """UB bytes one tile may use: all of it, or half under double buffering."""

@@ -25,14 +25,14 @@ def window_fit(layout: RowLayout, plan: Plan, itemsize: int) -> int:
     (input elements of ``itemsize`` bytes) through aligned windows (``kernels``' module
     docstring), 1 where they read rows as they are, on any target.
 
-    Windows need contiguous row elements (in the output too), and rows that Triton cannot
-    already prove 16-byte aligned (row length or a row stride not divisible by 16); a tile of
+    Windows need contiguous row elements (in the output too), and rows that are not 16-byte
+    aligned whole vectors (``RowLayout.row_align``); a tile of
     several rows must hold a row's window in its block, with no tail, and a chunk at least one
     vector. The row kernel (a tile of one row) holds the row's aligned body instead, which
     always fits.
     """
     vec = 16 // itemsize
-    if (vec < 2 or plan.block_n < vec or layout.vector_rows()
+    if (vec < 2 or plan.block_n < vec or layout.vector_rows(itemsize)
             or layout.x_strides[2] != 1 or layout.y_strides[2] != 1):
         return 1
     if plan.variant == "tile" and plan.block_m > 1 and (
@@ -82,11 +82,18 @@ class Backend:
     def __hash__(self) -> int:
         return hash((type(self), *sorted(vars(self).items())))
 
-    def for_layout(self, layout: RowLayout, streams: int = 1) -> Backend:
-        """The sizing rules for rows laid out as ``layout``, read by kernels that take
-        ``streams`` tensors per element (2: the backward's ``y`` and ``dy``); the same for every
-        layout here."""
+    def for_layout(self, layout: RowLayout, itemsize: int, streams: int = 1) -> Backend:
+        """The sizing rules for rows laid out as ``layout``, of ``itemsize``-byte elements at
+        most, read by kernels that take ``streams`` tensors per element (2: the backward's ``y``
+        and ``dy``); the same for every layout here."""
         return self
+
+    def row_align(self, layout: RowLayout, itemsize: int) -> int:
+        """The kernels' ``ALIGN`` for rows of ``layout`` of ``itemsize``-byte elements at most:
+        a number of elements that divides the row length and every row stride, which the
+        kernels state to Triton so that it can prove rows 16-byte aligned
+        (``RowLayout.row_align``), or 1 to state nothing."""
+        return layout.row_align(itemsize)
 
     def row_blocks(self, block_n: int, itemsize: int) -> int:
         """Row blocks per core the tile variant leaves at least for rows of ``block_n`` columns,

@@ -1,0 +1,75 @@
+"""Rows that are whole 16-byte vectors although their length is not a multiple of 16 (200
+float32 or 1000 bfloat16 elements), which the kernels are told are aligned (``ALIGN``), on every
+device and variant: contiguous, column slices whose row strides are whole vectors or not, rows
+with an inner dim, outputs of other strides, misaligned storage, in place, and the backward,
+each checked against float64 (outputs NaN-poisoned where the test gives them)."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from _ref import VARIANTS, assert_close, assert_softmax_close, reference
+
+import npu_softmax
+from npu_softmax.checks import supported_dtypes
+
+DTYPES = [torch.float32, torch.bfloat16, torch.float16, torch.float64]
+
+
+def _data(shape: tuple[int, ...], dtype: torch.dtype, device: str) -> torch.Tensor:
+    return (torch.randn(shape, device=device) * 4).to(dtype)
+
+
+def _check(x: torch.Tensor, variant: str | None, msg: str, dim: int = -1) -> None:
+    """softmax of ``x`` into a fresh output, and log_softmax into a NaN-poisoned one."""
+    assert_softmax_close(npu_softmax.softmax(x, dim, variant=variant), reference(x, dim), msg)
+    out = torch.full_like(x, float("nan"))
+    npu_softmax.log_softmax(x, dim, variant=variant, out=out)
+    assert_close(out, reference(x, dim, log=True), x.dtype)
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("rows,cols", [(37, 200), (6, 1000), (3, 4104)])
+def test_rows_of_whole_vectors(kernel_device: str, variant: str | None, dtype: torch.dtype,
+                               rows: int, cols: int) -> None:
+    if dtype not in supported_dtypes(torch.device(kernel_device)):
+        pytest.skip(f"{dtype} is not supported on {kernel_device}")
+    _check(_data((rows, cols), dtype, kernel_device), variant, "contiguous")
+    # Column slices, into slices of the same shape: rows 8 more elements apart (whole vectors)
+    # or 2 more (not), and rows one element short of whole vectors, whole vectors apart.
+    for width, n in ((cols + 8, cols), (cols + 2, cols), (cols + 8, cols - 1)):
+        x = _data((rows, width), dtype, kernel_device)[:, :n]
+        _check(x, variant, f"{n} columns of {width}")
+        out = torch.full((rows, width), float("nan"), dtype=dtype, device=kernel_device)[:, :n]
+        npu_softmax.softmax(x, -1, variant=variant, out=out)
+        assert_softmax_close(out, reference(x, -1), f"{n} columns of {width}, out= alike")
+    # An inner dim: rows (i, j) at i * 10 * (cols + 8) + j * (cols + 8).
+    deep = _data((4, 10, cols + 8), dtype, kernel_device)
+    _check(deep[:, :5, :cols], variant, "inner dim")
+    # From contiguous rows into outputs whose rows are whole vectors apart and not, and from
+    # misaligned storage.
+    x = _data((rows, cols), dtype, kernel_device)
+    for extra in (8, 2):
+        out = torch.full((rows, cols + extra), float("nan"), dtype=dtype,
+                         device=kernel_device)[:, :cols]
+        npu_softmax.softmax(x, -1, variant=variant, out=out)
+        assert_softmax_close(out, reference(x, -1), f"output rows {cols + extra} apart")
+    flat = _data((rows * cols + 1,), dtype, kernel_device)
+    _check(flat[1:].view(rows, cols), variant, "storage one element past a vector")
+    ref = reference(x, -1)
+    npu_softmax.softmax_(x, -1, variant=variant)
+    assert_softmax_close(x, ref, "in place")
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_gradient_of_rows_of_whole_vectors(kernel_device: str, variant: str | None,
+                                           dtype: torch.dtype) -> None:
+    x = _data((37, 200), dtype, kernel_device).requires_grad_()
+    dy = _data((37, 208), dtype, kernel_device)[:, :200]
+    npu_softmax.softmax(x, -1, variant=variant).backward(dy)
+    x64 = x.detach().cpu().double().requires_grad_()
+    torch.softmax(x64, -1).backward(dy.cpu().double())
+    # Rounded from y, dy and dx: three roundings.
+    assert_close(x.grad, x64.grad, dtype, scale=3)
