@@ -157,14 +157,15 @@ def test_launches_compile_with_the_options_of_their_rows(monkeypatch: pytest.Mon
 
 
 @pytest.mark.parametrize("n_cols,itemsize,align", [
-    (200, 2, 8), (1000, 2, 8), (100, 2, 1), (202, 2, 1), (208, 2, 8), (200, 4, 4), (100, 4, 4),
-    (202, 4, 1), (4100, 4, 4), (50260, 4, 4), (50260, 2, 1), (1002, 8, 2), (1001, 8, 1)])
+    (200, 2, 8), (1000, 2, 8), (100, 2, 1), (202, 2, 1), (208, 2, 0), (200, 4, 4), (100, 4, 4),
+    (202, 4, 1), (4100, 4, 4), (50260, 4, 4), (50260, 2, 1), (1002, 8, 2), (1001, 8, 1),
+    (128, 4, 0), (50272, 2, 0)])
 def test_rows_of_whole_vectors_are_stated_aligned(monkeypatch: pytest.MonkeyPatch, n_cols: int,
                                                   itemsize: int, align: int) -> None:
-    """Rows whose length and strides are whole 16-byte vectors, 16-divisible or not, are
-    planned as aligned rows on CUDA, and every kernel of the launch (forward and backward) is
-    told so (``ALIGN``, also in its ``kernels`` key); other rows get 1, and Ascend 1 always.
-    Planned for CUDA without a GPU: nothing is launched."""
+    """Rows whose length and strides are whole 16-byte vectors are planned as aligned rows on
+    CUDA, and every kernel of the launch is told so (``ALIGN``, also in its ``kernels`` key)
+    where Triton cannot see it, rows of 16-divisible counts (``align`` 0 here) never; other
+    rows get 1, and Ascend 1 always. Planned for CUDA without a GPU: nothing is launched."""
     be = CudaBackend("cuda", 90)
     monkeypatch.setattr(launcher, "backend", lambda: be)
     monkeypatch.setattr(launcher, "core_count", lambda device_index: 132)
@@ -174,7 +175,7 @@ def test_rows_of_whole_vectors_are_stated_aligned(monkeypatch: pytest.MonkeyPatc
         assert be.for_layout(layout, itemsize).unaligned_rows == (align == 1)
         launch = launcher.prepare_softmax(dtype, dtype, torch.device("cuda", 0), layout)
         for step in launch.steps:
-            assert step.constexprs["ALIGN"] == align and align in step.key
+            assert step.constexprs["ALIGN"] == max(align, 1) and max(align, 1) in step.key
     assert AscendBackend("Ascend910B3").row_align(_contiguous(64, n_cols), itemsize) == 1
 
 
