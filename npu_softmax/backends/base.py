@@ -26,10 +26,9 @@ def window_fit(layout: RowLayout, plan: Plan, itemsize: int) -> int:
     docstring), 1 where they read rows as they are, on any target.
 
     Windows need contiguous row elements (in the output too), and rows that are not 16-byte
-    aligned whole vectors (``RowLayout.row_align``); a tile of
-    several rows must hold a row's window in its block, with no tail, and a chunk at least one
-    vector. The row kernel (a tile of one row) holds the row's aligned body instead, which
-    always fits.
+    aligned whole vectors (``RowLayout.row_align``); a tile of several rows must hold a row's
+    window in its block, with no tail, and a chunk at least one vector. The row kernel (a tile
+    of one row) holds the row's aligned body instead, which always fits.
     """
     vec = 16 // itemsize
     if (vec < 2 or plan.block_n < vec or layout.vector_rows(itemsize)

@@ -245,23 +245,22 @@ class CudaBackend(Backend):
         return self.streams == 1 and itemsize == 2 and low <= lanes <= high
 
     def _one_warp_row(self, lanes: int, itemsize: int) -> bool:
-        # 2-byte rows of 257-1024 elements (``lanes``: their block, head and tail included)
-        # that are not 16-byte aligned, or that are held as a head and a tail, go one to a
-        # program with one warp, at least 64 programs an SM, in the forward. Through the API
-        # on the H100 (docs/tuning.md), sixth session (2026-11-23), against two rows a tile
-        # with 2 warps: bf16 65536x333 1935 -> 2177 GB/s, 131072x300 1895 -> 2271, 16384x300
-        # 1353 -> 1484, 32768x500 2071 -> 2158, 8192x333 1066 -> 1086, 4096x333 735 -> 722 (a
-        # 3 MB tensor); seventh session
+        # 2-byte rows of 257-1024 elements (``lanes``: their block, head and tail included) that are
+        # not 16-byte aligned, or that are held as a head and a tail, go one to a program with one
+        # warp, at least 64 programs an SM, in the forward. Through the API on the H100
+        # (docs/tuning.md), sixth session (2026-11-23), against two rows a tile with 2 warps: bf16
+        # 65536x333 1935 -> 2177 GB/s, 131072x300 1895 -> 2271, 16384x300 1353 -> 1484, 32768x500
+        # 2071 -> 2158, 8192x333 1066 -> 1086, 4096x333 735 -> 722 (a 3 MB tensor); seventh session
         # (2026-11-23), 513-1024 lanes against a row of 4 warps: bf16 32768x600 1663 -> 2246,
-        # 8192x600 1193 -> 1491, 32768x777 2038 -> 2260, 16384x1000 2086 -> 2169, fp16
-        # 65536x900 2332 -> 2485; with few rows a little lower (1823x781 784 -> 757, 2048x1000
-        # 985 -> 959: 2-4 MB tensors, where one-warp programs leave SMs short of warps; 2 warps
-        # lost on the large ones). The backward (two streams) lost on small tensors (8192x333
-        # 364 -> 205, 4096x333 294 -> 171) and keeps its tiles. Rows that are whole vectors
-        # with a tail (twelfth session, 2026-11-24), against tiles of several rows, two runs:
-        # bf16 32768x600 2065 -> 2361 GB/s, 32768x576 2020 -> 2355, 32768x608 2096 -> 2379,
-        # 16384x528 1609 -> 1959, 32768x304 1766 -> 1955; those without one (a block of 1024
-        # lanes, as 1000 elements) ran level (32768x1000 2621 -> 2646) and keep their tiles.
+        # 8192x600 1193 -> 1491, 32768x777 2038 -> 2260, 16384x1000 2086 -> 2169, fp16 65536x900
+        # 2332 -> 2485; with few rows a little lower (1823x781 784 -> 757, 2048x1000 985 -> 959: 2-4
+        # MB tensors, where one-warp programs leave SMs short of warps; 2 warps lost on the large
+        # ones). The backward (two streams) lost on small tensors (8192x333 364 -> 205, 4096x333 294
+        # -> 171) and keeps its tiles. Rows that are whole vectors with a tail (twelfth session,
+        # 2026-11-24), against tiles of several rows, two runs: bf16 32768x600 2065 -> 2361 GB/s,
+        # 32768x576 2020 -> 2355, 32768x608 2096 -> 2379, 16384x528 1609 -> 1959, 32768x304 1766 ->
+        # 1955; those without one (a block of 1024 lanes, as 1000 elements) ran level (32768x1000
+        # 2621 -> 2646) and keep their tiles.
         return self._short_half_row(lanes, itemsize) and (
             self.unaligned_rows or lanes & (lanes - 1) != 0)
 
