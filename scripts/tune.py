@@ -2,8 +2,9 @@
 constants (tile sizes, rows per block, warps, pipeline stages, programs per core).
 
 Calls the Triton kernels directly (no API, no cache), so every point is one configuration. Prints
-GB/s = (read + write) / median time per configuration, best first per shape, then the host cost
-of each layer of a call on a tiny tensor.
+GB/s = (read + write) / median time per configuration, best first per shape, beside the copy
+roof, torch.softmax and the launcher's own plan, then the host cost of each layer of a call on
+a tiny tensor.
 
     python scripts/tune.py [--variant tile|online|split|host] [--dtype float32|bfloat16]
 """
@@ -170,7 +171,10 @@ def sweep(shapes: list[tuple[int, int]], configs: Configs, dtype: torch.dtype, s
             except Exception as e:  # out of resources for this configuration
                 print(f"   skip {label}: {type(e).__name__}")
         results.sort(reverse=True)
-        print(f"({m}, {n}) {dtype}: copy {roof:.0f} GB/s")
+        api = gbps(nbytes, time_ms(lambda: npu_softmax.softmax(x, -1)))  # noqa: B023
+        ref = gbps(nbytes, time_ms(lambda: torch.softmax(x, -1)))  # noqa: B023
+        print(f"({m}, {n}) {dtype}: copy {roof:.0f} GB/s, torch.softmax {ref:.0f}, "
+              f"npu_softmax.softmax (the launcher's plan) {api:.0f}")
         for g, label in results[:top]:
             print(f"   {g:7.0f} GB/s  {100 * g / roof:4.0f}%  {label}")
 
@@ -223,15 +227,16 @@ def main() -> None:
     parser.add_argument("--variant", choices=["tile", "online", "split", "host"], action="append")
     parser.add_argument("--dtype", choices=["float32", "bfloat16", "float16"], action="append")
     parser.add_argument("--top", type=int, default=4)
-    parser.add_argument("--shapes", help="only these MxN shapes, e.g. 4096x32768,64x65536")
+    parser.add_argument("--shapes", help="these MxN shapes instead of each variant's list, "
+                        "e.g. 4096x32768,64x65536")
     args = parser.parse_args()
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     plans = {"tile": (TILE_SHAPES, tile_configs), "online": (ONLINE_SHAPES, online_configs),
              "split": (SPLIT_SHAPES, split_configs)}
     if args.shapes:
-        wanted = {tuple(map(int, s.split("x"))) for s in args.shapes.split(",")}
+        wanted = [tuple(map(int, s.split("x"))) for s in args.shapes.split(",")]
         for shapes, _ in plans.values():
-            shapes[:] = [s for s in shapes if s in wanted]
+            shapes[:] = wanted
     print(torch.cuda.get_device_name(), f"{sms} SMs", "triton", triton.__version__)
     for variant in args.variant or ["host", "tile", "online", "split"]:
         if variant == "host":

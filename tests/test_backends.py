@@ -288,3 +288,23 @@ def test_no_last_chunks_on_ascend() -> None:
     for n_cols in (20001, 50257, 100003):
         p = launcher.plan(_contiguous(4096, n_cols), 4, 40, be)
         assert p.variant == "online" and p.last_n == 0
+
+
+@pytest.mark.parametrize("n_cols,elems,warps", [
+    (100, 2048, 8), (200, 2048, 8), (60, 2048, 8), (128, 4096, 4), (64, 4096, 4), (300, 4096, 4),
+    (1000, 4096, 4)])
+def test_cuda_float32_tiles_of_short_rows_of_whole_vectors(n_cols: int, elems: int,
+                                                           warps: int) -> None:
+    """Float32 rows of whole vectors that are not 16-divisible, in blocks of at most 256
+    lanes, go in tiles of 2048 elements, 8 a thread, in the forward; 16-divisible rows, longer
+    blocks, the backward and 2-byte rows keep tiles of 4096 (``rows_tile_elems``)."""
+    be = CudaBackend("cuda", 90)
+    layout = _contiguous(65536, n_cols)
+    p = launcher.plan(layout, 4, 132, be)
+    assert (p.variant, p.block_m * p.block_n) == ("tile", elems)
+    assert be.for_layout(layout, 4).options(p, 4)["num_warps"] == warps
+    backward = launcher.plan(layout, 4, 132, be, streams=2)
+    assert backward.block_m * backward.block_n == 4096
+    assert be.for_layout(layout, 4, streams=2).options(backward, 4)["num_warps"] == 4
+    if n_cols % 8 == 0:
+        assert launcher.plan(layout, 2, 132, be).block_m * p.block_n == 4096

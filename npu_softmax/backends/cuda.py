@@ -44,6 +44,15 @@ RESIDENT_ROW_WARPS = 8
 UNALIGNED_TILE_ELEMS = 1024
 #: Most elements of a tile of such float32 rows of 512- and 1024-lane blocks (4 or 2 rows).
 UNALIGNED_FLOAT_TILE_ELEMS = 2048
+#: Float32 rows of whole vectors whose length is not a multiple of 16 (``ALIGN`` > 1), in blocks
+#: of at most this many lanes, go in tiles of at most ``HINTED_FLOAT_TILE_ELEMS`` elements, 8 a
+#: thread, in the forward (``CudaBackend.rows_per_block``). Through the API on the H100
+#: (2026-11-24, twelfth session, docs/tuning.md), two runs, best of each, against tiles of 4096
+#: elements on 4 warps: fp32 65536x100 2169 -> 2238 GB/s, 16384x100 1313 -> 1412, 131072x100
+#: 2494 -> 2550, 32768x60 1425 -> 1541, 65536x200 2530 -> 2584, 8192x200 level; rows of 512
+#: and 1024 lanes lost so (16384x300 2090 -> 1908, 4096x1000 2077 -> 2004) and keep theirs.
+HINTED_FLOAT_TILE_LANES = 256
+HINTED_FLOAT_TILE_ELEMS = 2048
 #: Widest block of a tile row read through aligned windows, by input element size (others: none;
 #: nor float32 rows of 512-lane blocks, ``CudaBackend.windows``).
 WINDOW_TILE_LANES = {4: 1024, 2: 128}
@@ -93,7 +102,8 @@ class CudaBackend(Backend):
     output_cache = ".cs"
 
     def __init__(self, name: str = "cuda", arch: str | int = 0,
-                 unaligned_rows: bool = False, streams: int = 1) -> None:
+                 unaligned_rows: bool = False, streams: int = 1,
+                 hinted_rows: bool = False) -> None:
         self.name = name
         self.arch = arch
         # Hopper (sm_90) and later, through upstream Triton's launch_pdl option.
@@ -103,12 +113,16 @@ class CudaBackend(Backend):
         self.unaligned_rows = unaligned_rows
         #: Tensors the kernels read per element (``for_layout``).
         self.streams = streams
+        #: Rows of whole vectors whose counts are not all multiples of 16, so that Triton
+        #: proves them aligned only through ``ALIGN`` (``for_layout``).
+        self.hinted_rows = hinted_rows
 
     def for_layout(self, layout: RowLayout, itemsize: int, streams: int = 1) -> CudaBackend:
         unaligned = not layout.vector_rows(itemsize)
-        if (unaligned, streams) == (self.unaligned_rows, self.streams):
+        hinted = not unaligned and not layout.vector_rows(1)
+        if (unaligned, streams, hinted) == (self.unaligned_rows, self.streams, self.hinted_rows):
             return self
-        return CudaBackend(self.name, self.arch, unaligned, streams)
+        return CudaBackend(self.name, self.arch, unaligned, streams, hinted)
 
     def row_blocks(self, block_n: int, itemsize: int) -> int:
         # Several programs share an SM, so short rows are cut into at least 4 row blocks per
@@ -204,7 +218,15 @@ class CudaBackend(Backend):
             rows = min(rows, UNALIGNED_FLOAT_TILE_ELEMS // block_n)
         elif self.unaligned_rows and block_n < UNALIGNED_TILE_ELEMS:
             rows = min(rows, UNALIGNED_TILE_ELEMS // block_n)
+        elif self._hinted_float_tile(block_n, itemsize):
+            rows = max(1, min(rows, HINTED_FLOAT_TILE_ELEMS // block_n))
         return rows
+
+    def _hinted_float_tile(self, block_n: int, itemsize: int) -> bool:
+        # Forward float32 rows aligned through ``ALIGN`` in blocks of at most 256 lanes
+        # (``HINTED_FLOAT_TILE_LANES``).
+        return (self.hinted_rows and self.streams == 1 and itemsize == 4
+                and block_n <= HINTED_FLOAT_TILE_LANES)
 
     def chunk_elems(self, itemsize: int, variant: str, n_cols: int) -> int:
         if variant != "online":
@@ -317,6 +339,8 @@ class CudaBackend(Backend):
         warps = 4 if elems < 4096 else 8 if elems < 8192 else 16 if elems < 32768 else 32
         if block_m > 1 and itemsize >= 4 and elems <= 4096:
             warps = 4
+        if block_m > 1 and self._hinted_float_tile(block_n, itemsize):
+            warps = max(1, elems // 256)  # 8 elements a thread (HINTED_FLOAT_TILE_ELEMS)
         # 2 warps for 2-byte tiles of unaligned rows: through the API on the H100 (2026-11-23,
         # fifth session), bf16 65536x333 1796 -> 1920 GB/s, 8192x200 661 -> 803 (float32 lost:
         # 65536x333 2549 -> 2342).
