@@ -22,19 +22,19 @@ still needs), and the looped kernels read a row's two passes with its L2 evictio
 
 Triton proves a row 16-byte aligned, and loads it in 16-byte vectors, only from arguments
 divisible by 16. Every kernel takes ``ALIGN``: where the launcher has found the row length and
-the row strides divisible by the elements of a vector (200 float32 or 1000 bfloat16 elements,
-say), ``ALIGN`` is that number and the kernel rewrites them in a form that shows it
-(``_aligned``), so such rows load as vectors too; 1 states nothing.
+the row strides divisible by a power of two of elements up to a vector's (a vector in rows of
+200 float32 or 1000 bfloat16 elements, 8 bytes in rows of 100 bfloat16, say), ``ALIGN`` is
+that number and the kernel rewrites them in a form that shows it (``_aligned``), so such rows
+load in vectors of that many elements too; 1 states nothing.
 
-Rows whose start is not a multiple of 16 bytes (a row length that is not a multiple of a
-vector, e.g. 781 or a 50257-entry vocabulary) would load and store one element per
-instruction. With ``VEC`` > 1 (the elements of 16 bytes) the kernels read such rows in whole
-vectors. The tile kernel reads each row through a window that starts at the 16-byte boundary
-before it; the few lanes of the neighbouring rows that a window covers are loaded, never used,
-and never stored.
-The row and looped kernels read the row's aligned body (``_aligned_body``), with no lane
-outside the row to mask, and the fewer than 16 bytes at each end of it apart; they store the
-body as vectors too where the output is aligned like the input.
+Rows whose start is not even a multiple of two elements (an odd row length, e.g. 781 or a
+50257-entry vocabulary) would load and store one element per instruction. With ``VEC`` > 1 (the
+elements of 16 bytes) the kernels read such rows in whole vectors. The tile kernel reads each row
+through a window that starts at the 16-byte boundary before it; the few lanes of the neighbouring
+rows that a window covers are loaded, never used, and never stored. The row and looped kernels read
+the row's aligned body (``_aligned_body``), with no lane outside the row to mask, and the fewer
+than 16 bytes at each end of it apart; they store the body as vectors too where the output is
+aligned like the input.
 
 Variants (the launcher picks one, see ``launcher.plan``):
 

@@ -293,10 +293,11 @@ def prepare_softmax(x_dtype: torch.dtype, y_dtype: torch.dtype, device: torch.de
     be = backend().for_layout(layout, itemsize)
     device_index = device.index or 0
     p = plan(layout, itemsize, core_count(device_index), be, variant)
-    # Rows whose length and strides are whole vectors load as vectors (ALIGN); others may be
-    # read in 16-byte vectors all the same (aligned windows or bodies).
-    align = be.row_align(layout, itemsize)
+    # Rows may be read in 16-byte vectors through aligned windows or bodies (VEC), and rows
+    # whose length and strides are whole vectors, or runs of 2-4 elements, load as such
+    # (ALIGN); windowed rows state nothing more.
     vec = be.window_vec(layout, p, x_dtype.itemsize)
+    align = be.row_align(layout, itemsize) if vec == 1 else 1
     options = be.options(p, itemsize)
     key = (p, x_dtype, y_dtype, log, be.name, device.type, device_index, vec, align,
            *sorted(options.items()))

@@ -19,23 +19,28 @@ class RowLayout:
     y_strides: tuple[int, int, int]
 
     def row_align(self, itemsize: int) -> int:
-        """The elements of a 16-byte vector (of ``itemsize``-byte elements) where every row of
-        both tensors is whole vectors at a whole number of vectors from its tensor's start:
-        contiguous elements, and a row length and row strides divisible by that many; else 1.
+        """The most elements, a power of two up to a 16-byte vector of ``itemsize``-byte
+        elements, that divide the row length and the row strides of both tensors, where row
+        elements are contiguous; else 1. Every row is then whole runs of that many elements, a
+        whole number of them from its tensor's start.
 
-        Triton proves such rows 16-byte aligned by itself only where those numbers divide by 16
-        (the integers it specialises on); the kernels' ``ALIGN`` tells it the rest (rows of 200
-        float32 or 1000 bfloat16 elements, say).
+        Triton proves rows aligned by itself only where those numbers divide by 16 (the
+        integers it specialises on); the kernels' ``ALIGN`` tells it the rest: whole vectors in
+        rows of 200 float32 or 1000 bfloat16 elements, say, and 8-byte runs in rows of 100
+        bfloat16 or 50 float32 elements.
         """
-        vec = max(1, 16 // itemsize)
-        counts = (self.n_cols, *self.x_strides[:2], *self.y_strides[:2])
-        if self.x_strides[2] != 1 or self.y_strides[2] != 1 or any(c % vec for c in counts):
+        if self.x_strides[2] != 1 or self.y_strides[2] != 1:
             return 1
-        return vec
+        counts = (self.n_cols, *self.x_strides[:2], *self.y_strides[:2])
+        align = max(1, 16 // itemsize)
+        while align > 1 and any(c % align for c in counts):
+            align //= 2
+        return align
 
     def vector_rows(self, itemsize: int) -> bool:
         """Whether every row of both tensors is 16-byte aligned whole vectors (``row_align``)."""
-        return self.row_align(itemsize) > 1
+        vec = 16 // itemsize
+        return vec > 1 and self.row_align(itemsize) == vec
 
     def max_offset(self) -> int:
         """The largest element offset either tensor reaches (to choose 32- or 64-bit indexing)."""

@@ -49,7 +49,7 @@ def _rows(lay: RowLayout) -> tuple:
 
 def _align(x: torch.Tensor, lay: RowLayout) -> int:
     """The kernels' ``ALIGN`` for ``x``'s rows, as the launcher passes it on CUDA."""
-    return lay.row_align(x.element_size())
+    return CudaBackend().row_align(lay, x.element_size())
 
 
 def _vecs(x: torch.Tensor, lay: RowLayout, variant: str, block_m: int, block_n: int,

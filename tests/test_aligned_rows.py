@@ -1,8 +1,9 @@
-"""Rows that are whole 16-byte vectors although their length is not a multiple of 16 (200
-float32 or 1000 bfloat16 elements), which the kernels are told are aligned (``ALIGN``), on every
-device and variant: contiguous, column slices whose row strides are whole vectors or not, rows
-with an inner dim, outputs of other strides, misaligned storage, in place, and the backward,
-each checked against float64 (outputs NaN-poisoned where the test gives them)."""
+"""Rows that are whole 16-byte vectors although their length is not a multiple of 16 (200 float32
+or 1000 bfloat16 elements), or whole runs of 2 or 4 elements (100 bfloat16, 50 or 4098 float32
+elements), which the kernels are told (``ALIGN``), on every device and variant: contiguous,
+column slices whose row strides are whole vectors or not, rows with an inner dim, outputs of
+other strides, misaligned storage, in place, and the backward, each checked against float64
+(outputs NaN-poisoned where the test gives them)."""
 
 from __future__ import annotations
 
@@ -30,7 +31,7 @@ def _check(x: torch.Tensor, variant: str | None, msg: str, dim: int = -1) -> Non
 
 @pytest.mark.parametrize("variant", VARIANTS)
 @pytest.mark.parametrize("dtype", DTYPES)
-@pytest.mark.parametrize("rows,cols", [(37, 200), (6, 1000), (3, 4104)])
+@pytest.mark.parametrize("rows,cols", [(37, 200), (6, 1000), (3, 4104), (41, 100), (5, 4098)])
 def test_rows_of_whole_vectors(kernel_device: str, variant: str | None, dtype: torch.dtype,
                                rows: int, cols: int) -> None:
     if dtype not in supported_dtypes(torch.device(kernel_device)):
@@ -64,10 +65,11 @@ def test_rows_of_whole_vectors(kernel_device: str, variant: str | None, dtype: t
 
 @pytest.mark.parametrize("variant", VARIANTS)
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+@pytest.mark.parametrize("cols", [200, 100, 50])
 def test_gradient_of_rows_of_whole_vectors(kernel_device: str, variant: str | None,
-                                           dtype: torch.dtype) -> None:
-    x = _data((37, 200), dtype, kernel_device).requires_grad_()
-    dy = _data((37, 208), dtype, kernel_device)[:, :200]
+                                           dtype: torch.dtype, cols: int) -> None:
+    x = _data((37, cols), dtype, kernel_device).requires_grad_()
+    dy = _data((37, cols + 8), dtype, kernel_device)[:, :cols]
     npu_softmax.softmax(x, -1, variant=variant).backward(dy)
     x64 = x.detach().cpu().double().requires_grad_()
     torch.softmax(x64, -1).backward(dy.cpu().double())

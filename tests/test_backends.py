@@ -36,16 +36,17 @@ def test_no_dependent_launch_off_cuda() -> None:
 
 
 @pytest.mark.parametrize("n_rows", [8192, 65536])
-@pytest.mark.parametrize("n_cols,most_rows", [(102, {2: 8, 4: 8}), (202, {2: 4, 4: 4}),
+@pytest.mark.parametrize("n_cols,most_rows", [(101, {2: 8, 4: 8}), (102, {2: 8, 4: 8}),
+                                              (201, {2: 4, 4: 4}), (202, {2: 4, 4: 4}),
                                               (333, {4: 4}), (400, {2: 8, 4: 8}),
                                               (777, {4: 2})])
 def test_cuda_tiles_of_unaligned_rows_are_small(n_rows: int, n_cols: int,
                                                 most_rows: dict[int, int]) -> None:
     """Rows that are not 16-byte aligned (all but 400) go in tiles of at most 1024 elements on
     CUDA, float32 rows of 512- and 1024-lane blocks in tiles of at most 2048; 2-byte tiles of
-    such rows take 2 warps, other tiles more, and read through windows only up to 128 lanes a
-    row (float32: all but 512-lane rows). (2-byte rows of 257-1024 elements: the next
-    test.)"""
+    such rows take 2 warps, other tiles more, and rows of odd length read through windows only
+    up to 128 lanes a row (float32: all but 512-lane rows); rows of even length load runs of 2
+    or 4 elements (``ALIGN``) instead. (2-byte rows of 257-1024 elements: the next test.)"""
     be = CudaBackend("cuda", 90)
     layout = _contiguous(n_rows, n_cols)
     for itemsize in most_rows:
@@ -59,7 +60,7 @@ def test_cuda_tiles_of_unaligned_rows_are_small(n_rows: int, n_cols: int,
         warps = sibling.options(p, itemsize)["num_warps"]
         assert (warps == 2) == (itemsize == 2 and n_cols % 16 > 0 and elems <= 1024)
         vec = sibling.window_vec(layout, p, itemsize)
-        windowed = n_cols % 16 > 0 and (p.block_n <= 128 or itemsize == 4 and p.block_n != 512)
+        windowed = n_cols % 2 > 0 and (p.block_n <= 128 or itemsize == 4 and p.block_n != 512)
         assert vec == (16 // itemsize if windowed else 1)
     # Fewer rows than cores: one row per block, whatever the alignment.
     few = _contiguous(100, n_cols)
@@ -157,22 +158,26 @@ def test_launches_compile_with_the_options_of_their_rows(monkeypatch: pytest.Mon
 
 
 @pytest.mark.parametrize("n_cols,itemsize,align", [
-    (200, 2, 8), (1000, 2, 8), (100, 2, 1), (202, 2, 1), (208, 2, 0), (200, 4, 4), (100, 4, 4),
-    (202, 4, 1), (4100, 4, 4), (50260, 4, 4), (50260, 2, 1), (1002, 8, 2), (1001, 8, 1),
-    (128, 4, 0), (50272, 2, 0)])
+    (200, 2, 8), (1000, 2, 8), (100, 2, 4), (202, 2, 2), (208, 2, 0), (200, 4, 4), (100, 4, 4),
+    (202, 4, 2), (4100, 4, 4), (50260, 4, 4), (50260, 2, 4), (50257, 2, 1), (333, 2, 1),
+    (201, 4, 1), (4098, 4, 2), (50258, 4, 2), (10002, 2, 1), (50258, 2, 1), (1002, 8, 2),
+    (1001, 8, 1), (128, 4, 0), (50272, 2, 0)])
 def test_rows_of_whole_vectors_are_stated_aligned(monkeypatch: pytest.MonkeyPatch, n_cols: int,
                                                   itemsize: int, align: int) -> None:
     """Rows whose length and strides are whole 16-byte vectors are planned as aligned rows on
     CUDA, and every kernel of the launch is told so (``ALIGN``, also in its ``kernels`` key)
-    where Triton cannot see it, rows of 16-divisible counts (``align`` 0 here) never; other
-    rows get 1, and Ascend 1 always. Planned for CUDA without a GPU: nothing is launched."""
+    where Triton cannot see it, rows of 16-divisible counts (``align`` 0 here) never; rows of
+    runs of 2 or 4 elements are told that and planned as unaligned rows, but get 1 where they
+    read through windows (long rows of 2-byte pairs), as rows of odd length do; Ascend gets 1
+    always. Planned for CUDA without a GPU: nothing is launched."""
     be = CudaBackend("cuda", 90)
     monkeypatch.setattr(launcher, "backend", lambda: be)
     monkeypatch.setattr(launcher, "core_count", lambda device_index: 132)
     dtype = {2: torch.bfloat16, 4: torch.float32, 8: torch.float64}[itemsize]
     for n_rows in (4096, 8):  # the split variant too
         layout = _contiguous(n_rows, n_cols)
-        assert be.for_layout(layout, itemsize).unaligned_rows == (align == 1)
+        whole = align == 0 or align * itemsize == 16
+        assert be.for_layout(layout, itemsize).unaligned_rows == (not whole)
         launch = launcher.prepare_softmax(dtype, dtype, torch.device("cuda", 0), layout)
         for step in launch.steps:
             assert step.constexprs["ALIGN"] == max(align, 1) and max(align, 1) in step.key
@@ -181,18 +186,25 @@ def test_rows_of_whole_vectors_are_stated_aligned(monkeypatch: pytest.MonkeyPatc
 
 def test_rows_of_whole_vectors_need_every_stride_whole() -> None:
     """A row is whole vectors only where the row length and both tensors' row strides are
-    multiples of a vector and its elements are contiguous."""
+    multiples of a vector and its elements are contiguous; else whole runs of the most elements,
+    a power of two, that divides them all."""
     def layout(x_strides: tuple, y_strides: tuple, n_cols: int = 200) -> RowLayout:
         return RowLayout(4096, n_cols, 8, x_strides, y_strides)
 
     assert layout((1600, 200, 1), (1600, 200, 1)).row_align(4) == 4
     assert layout((1600, 200, 1), (1600, 200, 1)).row_align(2) == 8
-    assert layout((1616, 202, 1), (1600, 200, 1)).row_align(4) == 1
-    assert layout((1600, 200, 1), (1602, 200, 1)).row_align(4) == 1
-    assert layout((1600, 200, 1), (1600, 200, 1), n_cols=198).row_align(4) == 1
+    assert layout((1616, 202, 1), (1600, 200, 1)).row_align(4) == 2
+    assert layout((1600, 200, 1), (1602, 200, 1)).row_align(4) == 2
+    assert layout((1600, 200, 1), (1600, 200, 1), n_cols=198).row_align(4) == 2
+    assert layout((1600, 200, 1), (1600, 200, 1), n_cols=196).row_align(2) == 4
+    assert layout((1600, 200, 1), (1601, 200, 1)).row_align(4) == 1
+    assert layout((1600, 201, 1), (1600, 200, 1)).row_align(2) == 1
+    assert layout((1600, 200, 1), (1600, 200, 1), n_cols=199).row_align(4) == 1
     assert layout((1600, 200, 2), (1600, 200, 1)).row_align(4) == 1
     assert layout((1600, 200, 1), (1600, 200, 1)).row_align(8) == 2
+    assert layout((1600, 200, 1), (1600, 200, 1)).vector_rows(4)
     assert not layout((1616, 202, 1), (1600, 200, 1)).vector_rows(4)
+    assert not layout((1600, 200, 1), (1600, 200, 1), n_cols=196).vector_rows(2)
 
 
 @pytest.mark.parametrize("n_cols,itemsize,lanes", [

@@ -39,14 +39,21 @@ def test_cuda_windows_short_misaligned_tiles_and_looped_rows(dtype: torch.dtype,
     size = dtype.itemsize
     # Tiles of float32 rows only: 2-byte tiles ran faster as they are on the H100, and so did
     # float32 tiles of four 512-lane rows (2-byte rows of that length go one to a program).
-    p, got = _vec(be, (8192, 202), size)
+    p, got = _vec(be, (8192, 201), size)
     assert (p.variant, got) == ("tile", vec if size == 4 else 1) and p.block_m > 1
     p, got = _vec(be, (8192, 333), size)
     assert (p.variant, got) == ("tile", 1) and (p.block_m == 1) == (size == 2)
-    # Rows of whole vectors load as vectors already (16-divisible, or through ``ALIGN``);
-    # strided rows cannot use a window.
+    # Rows of whole vectors load as vectors already (16-divisible, or through ``ALIGN``), rows
+    # of 8-byte runs as such (``ALIGN``), and so do tiles of several rows of 4-byte runs; longer
+    # rows of 4-byte runs (2-byte elements in pairs) keep windows. Strided rows cannot use one.
     assert _vec(be, (8192, 336), size)[1] == 1
     assert _vec(be, (8192, 200), size)[1] == 1
+    p, got = _vec(be, (65536, 50), size)
+    assert p.block_m > 1 and got == 1
+    assert _vec(be, (65536, 51), size)[1] == vec
+    for shape in ((4096, 10002), (4096, 50258), (8, 50258)):
+        assert _vec(be, shape, size)[1] == (vec if size == 2 else 1), shape
+    assert _vec(be, (4096, 10004), size)[1] == 1
     assert _vec(be, (8192, 333), size, strides=(1, 8192))[1] == 1
     # One row per block (the row kernel: its aligned body) in more than 1024 lanes, with a
     # tail block too; tiles of several longer rows never.
@@ -73,10 +80,11 @@ def test_cuda_windows_short_misaligned_tiles_and_looped_rows(dtype: torch.dtype,
 def test_windows_off_on_ascend_on_wherever_they_apply_under_the_interpreter() -> None:
     for variant in ("tile", "online", "split"):
         assert _vec(AscendBackend("Ascend910B3"), (64, 3001), 2, variant=variant)[1] == 1
-        # 3502 columns: a tile with no tail block (3001 would be 2048 + 1024).
-        assert _vec(InterpreterBackend(), (64, 3502), 4, variant=variant, cores=4)[1] == 4
-        # Rows of whole vectors need none.
+        # 3501 columns: a tile with no tail block (3001 would be 2048 + 1024).
+        assert _vec(InterpreterBackend(), (64, 3501), 4, variant=variant, cores=4)[1] == 4
+        # Rows of whole vectors, or of runs of two elements, need none.
         assert _vec(InterpreterBackend(), (64, 3500), 4, variant=variant, cores=4)[1] == 1
+        assert _vec(InterpreterBackend(), (64, 3502), 4, variant=variant, cores=4)[1] == 1
     assert _vec(InterpreterBackend(), (64, 3001), 4, variant="tile", cores=4)[1] == 1
     # One row per block (the row kernel), with a tail block too (2048 + 1024 lanes).
     p, got = _vec(InterpreterBackend(), (3, 3001), 2, variant="tile", cores=4)
@@ -178,9 +186,10 @@ def test_windowed_loads_and_stores_are_16_byte_vectors(kernel: str, dtype: str,
     """On CUDA, rows of a length that is not a multiple of 16 load and store one element per
     instruction, and load as 16-byte vectors through windows: the point of them. The row
     kernel loads and stores the row's aligned body as vectors (the elements around it one by
-    one). Rows that are whole vectors (``ALIGN``) load and store nothing but vectors."""
+    one). Rows that are whole vectors (``ALIGN``) load and store nothing but vectors, rows of
+    8-byte runs nothing but 8-byte vectors."""
     ops = {}
-    for v, align in ((1, 1), (vec, 1), (1, vec)):
+    for v, align in ((1, 1), (vec, 1), (1, vec), (1, vec // 2)):
         done = subprocess.run([sys.executable, "-c", _GLOBAL_ACCESSES, dtype, str(v), kernel,
                                str(align)], capture_output=True, text=True,
                               env={**os.environ, "TRITON_INTERPRET": "0"})
@@ -197,3 +206,6 @@ def test_windowed_loads_and_stores_are_16_byte_vectors(kernel: str, dtype: str,
         assert any(".v4." in op for op in windowed["st"])
     assert aligned["ld"] and aligned["st"]
     assert all(".v4." in op for op in aligned["ld"] + aligned["st"])
+    runs = ops[1, vec // 2]
+    assert runs["ld"] and runs["st"]
+    assert all(op.endswith(".v2.b32") for op in runs["ld"] + runs["st"])

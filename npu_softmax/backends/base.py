@@ -25,17 +25,23 @@ def window_fit(layout: RowLayout, plan: Plan, itemsize: int) -> int:
     (input elements of ``itemsize`` bytes) through aligned windows (``kernels``' module
     docstring), 1 where they read rows as they are, on any target.
 
-    Windows need contiguous row elements (in the output too), and rows that are not 16-byte
-    aligned whole vectors (``RowLayout.row_align``); a tile of several rows must hold a row's
-    window in its block, with no tail, and a chunk at least one vector. The row kernel (a tile
-    of one row) holds the row's aligned body instead, which always fits.
+    Windows need contiguous row elements (in the output too), and rows that are not whole
+    runs of 8 bytes (``RowLayout.row_align``): rows of such runs load them through the kernels'
+    ``ALIGN`` instead, which ran faster on the H100 (thirteenth session, docs/tuning.md, against
+    windows: bf16 65536x100 1489 -> 1687 GB/s, 4096x4100 2114 -> 2391, 4096x50260 2328 -> 2461;
+    fp32 65536x50 1591 -> 1747, 4096x4098 2204 -> 2276), and so do tiles of several rows of
+    4-byte runs (bf16 65536x50 927 -> 1084); longer rows of 4-byte runs lost so (bf16 4096x10002
+    2320 -> 1484, 2048x20002 2105 -> 1934) and keep windows. A tile of several rows must hold
+    a row's window in its block, with no tail, and a chunk at least one vector. The row kernel
+    (a tile of one row) holds the row's aligned body instead, which always fits.
     """
     vec = 16 // itemsize
-    if (vec < 2 or plan.block_n < vec or layout.vector_rows(itemsize)
+    align = layout.row_align(itemsize)
+    several_rows = plan.variant == "tile" and plan.block_m > 1
+    if (vec < 2 or plan.block_n < vec or align > 1 and (align * itemsize >= 8 or several_rows)
             or layout.x_strides[2] != 1 or layout.y_strides[2] != 1):
         return 1
-    if plan.variant == "tile" and plan.block_m > 1 and (
-            plan.tail_n or layout.n_cols + vec - 1 > plan.block_n):
+    if several_rows and (plan.tail_n or layout.n_cols + vec - 1 > plan.block_n):
         return 1
     return vec
 
@@ -89,9 +95,10 @@ class Backend:
 
     def row_align(self, layout: RowLayout, itemsize: int) -> int:
         """The kernels' ``ALIGN`` for rows of ``layout`` of ``itemsize``-byte elements at most:
-        a number of elements that divides the row length and every row stride, which the
-        kernels state to Triton so that it can prove rows 16-byte aligned
-        (``RowLayout.row_align``), or 1 to state nothing.
+        a number of elements, up to a 16-byte vector's, that divides the row length and every
+        row stride (``RowLayout.row_align``), which the kernels state to Triton so that it can
+        prove rows aligned to that many elements and load them in vectors of as many bytes;
+        or 1 to state nothing.
 
         Rows whose counts all divide by 16 get 1: Triton proves as much from its own
         specialisation, and the rewritten counts would hide their divisibility by 16. On the
