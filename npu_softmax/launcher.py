@@ -295,9 +295,9 @@ def prepare_softmax(x_dtype: torch.dtype, y_dtype: torch.dtype, device: torch.de
     p = plan(layout, itemsize, core_count(device_index), be, variant)
     # Rows may be read in 16-byte vectors through aligned windows or bodies (VEC), and rows
     # whose length and strides are whole vectors, or runs of 2-4 elements, load as such
-    # (ALIGN); windowed rows state nothing more.
+    # (ALIGN).
     vec = be.window_vec(layout, p, x_dtype.itemsize)
-    align = be.row_align(layout, itemsize) if vec == 1 else 1
+    align = be.row_align(layout, itemsize, vec)
     options = be.options(p, itemsize)
     key = (p, x_dtype, y_dtype, log, be.name, device.type, device_index, vec, align,
            *sorted(options.items()))

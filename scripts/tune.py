@@ -47,9 +47,10 @@ def _rows(lay: RowLayout) -> tuple:
     return (lay.n_rows, lay.n_cols, lay.n_inner, *lay.x_strides)
 
 
-def _align(x: torch.Tensor, lay: RowLayout) -> int:
-    """The kernels' ``ALIGN`` for ``x``'s rows, as the launcher passes it on CUDA."""
-    return CudaBackend().row_align(lay, x.element_size())
+def _align(x: torch.Tensor, lay: RowLayout, vec: int = 1) -> int:
+    """The kernels' ``ALIGN`` for ``x``'s rows read with ``VEC`` = ``vec``, as the launcher
+    passes it on CUDA."""
+    return CudaBackend().row_align(lay, x.element_size(), vec)
 
 
 def _vecs(x: torch.Tensor, lay: RowLayout, variant: str, block_m: int, block_n: int,
@@ -82,13 +83,15 @@ def tile_configs(x: torch.Tensor, y: torch.Tensor, lay: RowLayout,
         grid = (min(sms * per_sm, triton.cdiv(m, block_m)),)
         kernel = K.softmax_tile_kernel if block_m > 1 else K.softmax_row_kernel
         for vec in _vecs(x, lay, "tile", block_m, block_n, tail_n):
-            tile = {"BLOCK_M": block_m, "VEC": vec} if block_m > 1 else {"VEC": vec}
+            tile = {"VEC": vec, "ALIGN": _align(x, lay, vec)}
+            if block_m > 1:
+                tile["BLOCK_M"] = block_m
 
             def run(kernel=kernel, grid=grid, tile=tile, block_n=block_n, tail_n=tail_n,
                     warps=warps, stages=stages) -> None:
                 kernel[grid](y, x, *_rows(lay), *lay.y_strides, 1.0, BLOCK_N=block_n,
                              TAIL_N=tail_n, INDEX_64=False, LOG=False, STORE_CACHE=STORE,
-                             ALIGN=_align(x, lay), num_warps=warps, num_stages=stages, **tile)
+                             num_warps=warps, num_stages=stages, **tile)
             yield (f"BLOCK_M={block_m} BLOCK_N={block_n}+{tail_n} warps={warps} "
                    f"stages={stages} programs/SM={per_sm} VEC={vec}", run)
 
@@ -117,7 +120,9 @@ def online_configs(x: torch.Tensor, y: torch.Tensor, lay: RowLayout,
         if last and not last_n:
             continue
         last_n = max(last_n, lanes) if last_n else block_n
-        opts = {"num_warps": warps, "num_stages": stages} | ({"maxnreg": cap} if cap else {})
+        opts = {"ALIGN": _align(x, lay, vec), "num_warps": warps, "num_stages": stages}
+        if cap:
+            opts["maxnreg"] = cap
 
         def run(block_n=block_n, grid=grid, first=first, second=second, vec=vec,
                 lanes=lanes, last_n=last_n, opts=opts) -> None:
@@ -125,7 +130,7 @@ def online_configs(x: torch.Tensor, y: torch.Tensor, lay: RowLayout,
                                           BLOCK_N=block_n, LAST_N=last_n, INDEX_64=False,
                                           LOG=False, FIRST_EVICT=first, SECOND_EVICT=second,
                                           STORE_CACHE=STORE, VEC=vec, STAT_LANES=lanes,
-                                          ALIGN=_align(x, lay), **opts)
+                                          **opts)
         yield (f"BLOCK_N={block_n} LAST_N={last_n} warps={warps} stages={stages} "
                f"maxnreg={cap} programs/SM={per_sm} evict={first or 'default'}/"
                f"{second or 'default'} VEC={vec} STAT_LANES={lanes}", run)
@@ -144,7 +149,7 @@ def split_configs(x: torch.Tensor, y: torch.Tensor, lay: RowLayout,
         parts = torch.empty(2 * m * splits, device=x.device)
         grid = (min(m * splits, sms * 8),)
         opts = {"BLOCK_N": block_n, "INDEX_64": False, "N_SPLITS": splits, "PDL": False,
-                "VEC": vec, "ALIGN": _align(x, lay), "num_warps": warps, "num_stages": stages}
+                "VEC": vec, "ALIGN": _align(x, lay, vec), "num_warps": warps, "num_stages": stages}
 
         def run(parts=parts, grid=grid, cols=cols, opts=opts) -> None:
             K.softmax_split_stats_kernel[grid](parts, x, *_rows(lay), cols, 1.0,
@@ -187,6 +192,7 @@ def host_costs() -> None:
     lay = row_layout(x.shape, 1, x.stride(), y.stride())
     npu_softmax.softmax(x, -1)
     kept = eager._calls[eager.forward_signature(x, -1, None, None, None, False)].launch
+    align = _align(x, lay)
 
     def per_call(fn: Callable[[], object], calls: int = 3000) -> float:
         for _ in range(100):
@@ -209,8 +215,7 @@ def host_costs() -> None:
         "kept Launch(x, y)": lambda: kept(x, y),
         "Triton kernel[grid](...)": lambda: K.softmax_row_kernel[(4,)](
             y, x, *_rows(lay), *lay.y_strides, 1.0, BLOCK_N=128, TAIL_N=0, INDEX_64=False,
-            LOG=False, STORE_CACHE=STORE, VEC=1, ALIGN=_align(x, lay), num_warps=4,
-            num_stages=1),
+            LOG=False, STORE_CACHE=STORE, VEC=1, ALIGN=align, num_warps=4, num_stages=1),
         "eager.forward_signature": lambda: eager.forward_signature(x, -1, None, None, None,
                                                                   False),
         "torch.empty": lambda: torch.empty((4, 128), dtype=torch.float32, device=x.device),

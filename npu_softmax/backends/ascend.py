@@ -74,7 +74,7 @@ class AscendBackend(Backend):
             return self
         return AscendBackend(self.arch, self.multibuffer, strided)
 
-    def row_align(self, layout: RowLayout, itemsize: int) -> int:
+    def row_align(self, layout: RowLayout, itemsize: int, vec: int = 1) -> int:
         # Rows move to the unified buffer by DMA, not in per-thread vectors, so the hint has
         # nothing to enable there; without it the NPU binaries stay the ones the offline compile
         # check covers.

@@ -93,19 +93,20 @@ class Backend:
         and ``dy``); the same for every layout here."""
         return self
 
-    def row_align(self, layout: RowLayout, itemsize: int) -> int:
-        """The kernels' ``ALIGN`` for rows of ``layout`` of ``itemsize``-byte elements at most:
-        a number of elements, up to a 16-byte vector's, that divides the row length and every
-        row stride (``RowLayout.row_align``), which the kernels state to Triton so that it can
-        prove rows aligned to that many elements and load them in vectors of as many bytes;
-        or 1 to state nothing.
+    def row_align(self, layout: RowLayout, itemsize: int, vec: int = 1) -> int:
+        """The kernels' ``ALIGN`` for rows of ``layout`` of ``itemsize``-byte elements at most,
+        read with ``VEC`` = ``vec`` (``window_vec``): a number of elements, up to a 16-byte
+        vector's, that divides the row length and every row stride (``RowLayout.row_align``),
+        which the kernels state to Triton so that it can prove rows aligned to that many
+        elements and load them in vectors of as many bytes; or 1 to state nothing, as for rows
+        read through windows (``window_fit`` keeps them for long rows of 2-byte pairs only).
 
         Rows whose counts all divide by 16 get 1: Triton proves as much from its own
         specialisation, and the rewritten counts would hide their divisibility by 16. On the
         H100 stating it cost short rows 4-9% (twelfth session, docs/tuning.md: fp32 32768x128
         2110 -> 1931 GB/s, 4096x256 1083 -> 986).
         """
-        if layout.vector_rows(1):
+        if vec > 1 or layout.vector_rows(1):
             return 1
         return layout.row_align(itemsize)
 

@@ -119,7 +119,7 @@ class CudaBackend(Backend):
 
     def for_layout(self, layout: RowLayout, itemsize: int, streams: int = 1) -> CudaBackend:
         unaligned = not layout.vector_rows(itemsize)
-        hinted = not unaligned and not layout.vector_rows(1)
+        hinted = not unaligned and self.row_align(layout, itemsize) > 1
         if (unaligned, streams, hinted) == (self.unaligned_rows, self.streams, self.hinted_rows):
             return self
         return CudaBackend(self.name, self.arch, unaligned, streams, hinted)
