@@ -19,7 +19,7 @@ from . import launcher
 FLOAT_DTYPES = (torch.float16, torch.bfloat16, torch.float32)
 #: float64 works where Triton has fp64 arithmetic (CUDA, HIP, the interpreter), not on Ascend.
 FLOAT64_TARGETS = ("cuda", "hip", "cpu")
-VARIANTS = ("tile", "online", "split")
+VARIANTS = ("tile", "online", "split", "cols")
 
 
 def check_args(fn: str, x: object, dim: object, variant: object) -> None:

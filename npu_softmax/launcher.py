@@ -24,6 +24,7 @@ import triton
 from . import _compat
 from . import kernels as K
 from . import kernels_backward as KB
+from . import kernels_cols as KC
 from .backends import Backend, InterpreterBackend, for_target
 from .layout import RowLayout
 
@@ -92,11 +93,11 @@ MAX_SPLITS = 128
 class Plan:
     """A kernel variant and its compile-time tile for one call."""
 
-    variant: str  # "tile", "online" or "split"
-    block_m: int  # rows per iteration (tile variant; 1 otherwise)
+    variant: str  # "tile", "online", "split" or "cols"
+    block_m: int  # rows per iteration (tile variant; neighbouring rows per group: cols; else 1)
     block_n: int  # columns per block or per chunk
     tail_n: int  # columns of the tile variant's second block, from block_n on (0: none)
-    n_splits: int  # programs sharing one row (split variant; 1 otherwise)
+    n_splits: int  # programs sharing one row (split variant, or group: cols; 1 otherwise)
     index_64: bool  # 64-bit offsets
     last_n: int = 0  # columns of the online kernel's chunks after its whole ones (0: whole)
 
@@ -112,20 +113,29 @@ def plan(layout: RowLayout, itemsize: int, n_cores: int, be: Backend,
     * rows that fit the target's tile: ``tile``, several rows per iteration when they are short
       (but ``online`` for rows the target runs faster so, ``Backend.online_from``);
     * longer rows, fewer rows than cores: ``split`` (each row shared by several programs);
-    * longer rows otherwise: ``online`` (one row per iteration, looped).
+    * longer rows otherwise: ``online`` (one row per iteration, looped);
+    * interleaved rows (``RowLayout.interleaved``: a softmax over a dim that is not the last),
+      where the target takes them: ``cols`` (groups of neighbouring rows as 2-d tiles, see
+      ``column_plan``).
 
     ``variant`` forces a variant (tests use it to run each one on small shapes). ``streams`` is
     how many tensors a kernel reads per element (2 for the backward's ``y`` and ``dy``): the
     tile and chunk budgets are shared between them.
     """
+    # The backward reads the forward's output (y) and dy, laid out alike as a rule: y decides.
     return _plan(layout.n_rows, layout.n_cols, layout.max_offset(), itemsize, n_cores,
-                 be.for_layout(layout, itemsize, streams), variant, streams)
+                 be.for_layout(layout, itemsize, streams), variant, streams,
+                 layout.columns().n_inner, layout.interleaved(output=streams > 1))
 
 
 @functools.lru_cache(maxsize=4096)
 def _plan(n_rows: int, n_cols: int, max_offset: int, itemsize: int, n_cores: int, be: Backend,
-          variant: str | None, streams: int) -> Plan:
+          variant: str | None, streams: int, n_inner: int, interleaved: bool) -> Plan:
     # plan() on plain numbers, cached: a call with a shape seen before costs a dict lookup.
+    if variant == "cols" and not be.column_tiles:
+        raise ValueError(f"variant 'cols' is not available on this target ({be.name})")
+    if variant == "cols" or variant is None and interleaved and be.column_tiles:
+        return column_plan(n_rows, n_cols, n_inner, max_offset, itemsize, n_cores, be)
     full_block = triton.next_power_of_2(n_cols)
     fits = full_block * streams <= be.tile_elems(itemsize)
     def chunk(kind: str) -> int:
@@ -156,6 +166,39 @@ def _plan(n_rows: int, n_cols: int, max_offset: int, itemsize: int, n_cores: int
     reach = max(max_offset, 2 * n_rows * n_splits) + block_m * (block_n + tail_n) * n_splits
     return Plan(variant, block_m, block_n, tail_n, n_splits, index_64=reach >= 2**31,
                 last_n=last_n)
+
+
+def column_plan(n_rows: int, n_cols: int, n_inner: int, max_offset: int, itemsize: int,
+                n_cores: int, be: Backend) -> Plan:
+    """The ``cols`` plan for ``n_rows`` rows of ``n_cols`` elements, ``n_inner`` of them
+    neighbours (``RowLayout.columns``): groups of ``block_m`` rows as ``[block_n, block_m]``
+    tiles (``kernels_cols``).
+
+    A group of at least the target's ``column_lanes`` rows (fewer where there are fewer) holds
+    whole rows in a tile of ``column_tile_elems`` where they fit, with as many more rows as the
+    tile leaves room for; longer rows go in ``column_chunk_elems`` chunks, and where the groups
+    are too few to give every core ``split_items_per_core`` work items, each group's rows are
+    split between programs as the split variant splits a row. The sizes count elements of each
+    tensor read, for the backward's two as for the forward's one: the target sizes its programs
+    for what they read (``options``).
+    """
+    full = triton.next_power_of_2(n_cols)
+    inner = triton.next_power_of_2(n_inner)
+    lanes = min(inner, be.column_lanes(itemsize))
+    tile = be.column_tile_elems(itemsize)
+    if full * lanes > tile:
+        tile = be.column_chunk_elems(itemsize)
+    block_m = min(inner, max(lanes, tile // full))
+    block_n = min(full, max(1, tile // block_m))
+    n_splits = 1
+    if block_n < n_cols:
+        groups = n_rows // n_inner * triton.cdiv(n_inner, block_m)
+        wanted = min(triton.cdiv(be.split_items_per_core * n_cores, groups), MAX_SPLITS,
+                     triton.cdiv(n_cols, block_n))
+        n_splits = triton.next_power_of_2(wanted) if wanted > 1 else 1
+    # The split form's scratch holds 2 partial results per row (and padding row) and split.
+    reach = max(max_offset, 2 * (n_rows + n_rows // n_inner * block_m) * n_splits)
+    return Plan("cols", block_m, block_n, 0, n_splits, index_64=reach >= 2**31)
 
 
 kernels: dict[tuple, int] = {}
@@ -293,19 +336,24 @@ def prepare_softmax(x_dtype: torch.dtype, y_dtype: torch.dtype, device: torch.de
     be = backend().for_layout(layout, itemsize)
     device_index = device.index or 0
     p = plan(layout, itemsize, core_count(device_index), be, variant)
+    options = be.options(p, itemsize)
+    first, second = be.reread_eviction
+    if p.variant == "cols":
+        key = (p, x_dtype, y_dtype, log, be.name, device.type, device_index,
+               *sorted(options.items()))
+        return _column_forward(p, key, device, layout.columns(), y_dtype, log, scale, be,
+                               options)
     # Rows may be read in 16-byte vectors through aligned windows or bodies (VEC), and rows
     # whose length and strides are whole vectors, or runs of 2-4 elements, load as such
     # (ALIGN).
     vec = be.window_vec(layout, p, x_dtype.itemsize)
     align = be.row_align(layout, itemsize, vec)
-    options = be.options(p, itemsize)
     key = (p, x_dtype, y_dtype, log, be.name, device.type, device_index, vec, align,
            *sorted(options.items()))
     rows = (layout.n_rows, layout.n_cols, layout.n_inner)
     flags = {"BLOCK_N": p.block_n, "INDEX_64": p.index_64, "LOG": log,
              "STORE_CACHE": be.output_cache, "ALIGN": align}
     # The looped variants read a row twice: the target's L2 policies for the two reads.
-    first, second = be.reread_eviction
     every_row = (*rows, *layout.x_strides, *layout.y_strides, scale)
     if p.variant == "tile" and p.block_m == 1:
         steps = (_Step(K.softmax_row_kernel, key, layout.n_rows, (1, 0), every_row,
@@ -341,6 +389,34 @@ def prepare_softmax(x_dtype: torch.dtype, y_dtype: torch.dtype, device: torch.de
     return Launch(p, device, steps)
 
 
+def _column_forward(p: Plan, key: tuple, device: torch.device, layout: RowLayout,
+                    y_dtype: torch.dtype, log: bool, scale: float, be: Backend,
+                    options: dict[str, Any]) -> Launch:
+    # prepare_softmax's launch of a ``cols`` plan on ``layout`` (its ``columns()`` form).
+    first, second = be.reread_eviction
+    groups = layout.n_rows // layout.n_inner * triton.cdiv(layout.n_inner, p.block_m)
+    rows = (layout.n_rows, layout.n_cols, layout.n_inner)
+    tile = {"BLOCK_I": p.block_m, "BLOCK_C": p.block_n, "INDEX_64": p.index_64}
+    if p.n_splits == 1:
+        step = _Step(KC.softmax_cols_kernel, key, groups, (1, 0),
+                     (*rows, *layout.x_strides, *layout.y_strides, scale),
+                     {**tile, "LOG": log, "FIRST_EVICT": first, "SECOND_EVICT": second,
+                      "STORE_CACHE": be.output_cache}, options)
+        return Launch(p, device, (step,))
+    n_items = groups * p.n_splits
+    cols = p.split_cols(layout.n_cols)
+    split = {"N_SPLITS": p.n_splits, **tile, "PDL": be.dependent_launch}
+    steps = (
+        _Step(KC.softmax_cols_split_stats_kernel, key + ("stats",), n_items, (2, 0),
+              (*rows, *layout.x_strides, cols, scale), {**split, "EVICT": first}, options),
+        _Step(KC.softmax_cols_split_norm_kernel, key + ("norm",), n_items, (1, 2, 0),
+              (*rows, *layout.x_strides, *layout.y_strides, cols, scale),
+              {**split, "LOG": log, "EVICT": second, "STORE_CACHE": be.output_cache}, options,
+              be.dependent_launch),
+    )
+    return Launch(p, device, steps, (2 * n_items * p.block_m, _acc_dtype(y_dtype)))
+
+
 def launch_softmax_backward(dy: torch.Tensor, y: torch.Tensor, dx: torch.Tensor,
                             layout: RowLayout, variant: str | None = None, *,
                             log: bool = False, scale: float = 1.0) -> Launch:
@@ -355,7 +431,9 @@ def launch_softmax_backward(dy: torch.Tensor, y: torch.Tensor, dx: torch.Tensor,
     device_index = dy.device.index or 0
     p = plan(layout, itemsize, core_count(device_index), be, variant, streams=2)
     options = be.options(p, itemsize)
-    align = be.row_align(layout, itemsize)
+    align = 1 if p.variant == "cols" else be.row_align(layout, itemsize)
+    if p.variant == "cols":
+        layout = layout.columns()
     key = (p, dy.dtype, y.dtype, dx.dtype, log, be.name, dy.device.type, device_index,
            "backward", align, *sorted(options.items()))
     rows = (layout.n_rows, layout.n_cols, layout.n_inner, *layout.x_strides, *layout.y_strides)
@@ -376,6 +454,26 @@ def launch_softmax_backward(dy: torch.Tensor, y: torch.Tensor, dx: torch.Tensor,
         steps = (_Step(KB.softmax_bwd_online_kernel, key, layout.n_rows, (2, 1, 0),
                        (*rows, scale), {**writes, "FIRST_EVICT": first, "SECOND_EVICT": second},
                        options),)
+    elif p.variant == "cols":
+        groups = layout.n_rows // layout.n_inner * triton.cdiv(layout.n_inner, p.block_m)
+        tile = {"BLOCK_I": p.block_m, "BLOCK_C": p.block_n, "INDEX_64": p.index_64, "LOG": log}
+        if p.n_splits == 1:
+            steps = (_Step(KC.softmax_bwd_cols_kernel, key, groups, (2, 1, 0), (*rows, scale),
+                           {**tile, "FIRST_EVICT": first, "SECOND_EVICT": second,
+                            "STORE_CACHE": be.output_cache}, options),)
+        else:
+            n_items = groups * p.n_splits
+            cols = p.split_cols(layout.n_cols)
+            split = {"N_SPLITS": p.n_splits, **tile, "PDL": be.dependent_launch}
+            steps = (
+                _Step(KC.softmax_bwd_cols_split_dot_kernel, key + ("dot",), n_items, (3, 1, 0),
+                      (*rows, cols), {**split, "EVICT": first}, options),
+                _Step(KC.softmax_bwd_cols_split_grad_kernel, key + ("grad",), n_items,
+                      (2, 3, 1, 0), (*rows, cols, scale),
+                      {**split, "EVICT": second, "STORE_CACHE": be.output_cache}, options,
+                      be.dependent_launch),
+            )
+            scratch = (n_items * p.block_m, _acc_dtype(y.dtype))
     else:
         n_items = layout.n_rows * p.n_splits
         cols = p.split_cols(layout.n_cols)

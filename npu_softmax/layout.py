@@ -42,6 +42,24 @@ class RowLayout:
         vec = 16 // itemsize
         return vec > 1 and self.row_align(itemsize) == vec
 
+    def columns(self) -> RowLayout:
+        """The same rows with their one group as the inner one: a layout whose rows fold into
+        a single group (``n_inner`` 1, e.g. the rows of a transposed matrix) is restated with
+        ``n_inner`` = ``n_rows`` and the group's strides as inner strides (outer strides 0).
+        The column kernels (``kernels_cols``) take a row's neighbours from the inner group."""
+        if self.n_inner > 1 or self.n_rows <= 1:
+            return self
+        (xo, _, xc), (yo, _, yc) = self.x_strides, self.y_strides
+        return RowLayout(self.n_rows, self.n_cols, self.n_rows, (0, xo, xc), (0, yo, yc))
+
+    def interleaved(self, output: bool = False) -> bool:
+        """Whether the rows of the input (of the output with ``output``) are interleaved: their
+        elements apart, and neighbouring rows next to each other (an inner stride of 1 in
+        ``columns()``), as for a softmax over any dim but the last of a contiguous tensor."""
+        cols = self.columns()
+        _, inner, col = cols.y_strides if output else cols.x_strides
+        return cols.n_inner > 1 and inner == 1 and col != 1 and self.n_cols > 1
+
     def max_offset(self) -> int:
         """The largest element offset either tensor reaches (to choose 32- or 64-bit indexing)."""
         n_outer = self.n_rows // max(1, self.n_inner)

@@ -4,11 +4,12 @@ GB/s = (bytes read + bytes written) / median time, from ``triton.testing.do_benc
 ``--rounds`` rounds that time every provider in turn. Providers:
 npu_softmax, torch.softmax, the naive 5-op torch softmax, torch.compile of torch.softmax,
 Liger-Kernel's softmax when it is installed, and a device-to-device copy of the same bytes (the
-roof). Two parts: the seeds' sweep (M = 4096, N = 128 * i) and a list of shapes (short rows, the
-shapes of the project's issues, LLM vocabulary rows), both in float32 and bfloat16. Writes
-``bench.csv``, ``bench_sweep_<dtype>.png`` and ``summary.md`` into ``--out`` and prints a table
-with % of the roof and the ratio to torch.softmax; also the host cost of a call on a tiny tensor,
-and with ``--backward`` the backward pass beside torch's.
+roof). Three parts: the seeds' sweep (M = 4096, N = 128 * i), a list of shapes (short rows, the
+shapes of the project's issues, LLM vocabulary rows), and softmax over dims that are not the
+last (channels, columns, transposed inputs), all in float32 and bfloat16. Writes ``bench.csv``
+(sweep and shapes), ``bench_dims.csv``, ``bench_sweep_<dtype>.png`` and ``summary.md`` into
+``--out`` and prints a table with % of the roof and the ratio to torch.softmax; also the host
+cost of a call on a tiny tensor, and with ``--backward`` the backward pass beside torch's.
 
     python scripts/bench.py --out docs/benchmarks            # full run (GPU or NPU)
     python scripts/bench.py --quick                           # fewer sweep points
@@ -38,77 +39,99 @@ SHAPES = [
     (8192, 200), (8192, 333), (65536, 100), (65536, 333), (32768, 777), (2048, 1000),
     (4096, 10001), (2048, 20001), (4096, 50257), (8, 50257),
 ]
+#: Softmax over a dim that is not the last (rows interleaved in memory: channels of an image
+#: batch, columns of a matrix), and over the last dim of a transposed input: (shape, dim,
+#: transposed). A transposed input is ``randn(shape).t()``.
+DIM_CASES = [
+    ((4096, 4096), 0, False), ((1024, 16384), 0, False), ((16384, 1024), 0, False),
+    ((131072, 8), 0, False), ((32, 64, 4096), 1, False), ((8, 19, 262144), 1, False),
+    ((16, 3, 50176), 1, False), ((64, 256, 1024), 1, False), ((64, 512, 512), 1, False),
+    ((256, 1000, 49), 1, False), ((4, 8192, 1024), 1, False), ((4096, 4096), -1, True),
+    ((8192, 1000), -1, True),
+]
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16}
 
 
-def naive_softmax(x: torch.Tensor) -> torch.Tensor:
+def naive_softmax(x: torch.Tensor, dim: int) -> torch.Tensor:
     """The seeds' 5-op softmax: max, subtract, exp, sum, divide (8 passes over memory)."""
-    x_max = x.max(dim=-1, keepdim=True)[0]
+    x_max = x.max(dim=dim, keepdim=True)[0]
     z = torch.exp(x - x_max)
-    return z / z.sum(dim=-1, keepdim=True)
+    return z / z.sum(dim=dim, keepdim=True)
 
 
-def providers(device: str) -> dict[str, Callable[[torch.Tensor], object]]:
-    """Name -> function of the input, for every provider available here."""
-    out: dict[str, Callable[[torch.Tensor], object]] = {
-        "npu_softmax": lambda x: npu_softmax.softmax(x, -1),
-        "torch": lambda x: torch.softmax(x, -1),
+def providers(device: str) -> dict[str, Callable[[torch.Tensor, int], object]]:
+    """Name -> function of the input and the dim, for every provider available here."""
+    out: dict[str, Callable[[torch.Tensor, int], object]] = {
+        "npu_softmax": npu_softmax.softmax,
+        "torch": torch.softmax,
         "naive": naive_softmax,
     }
-    compiled = torch.compile(lambda x: torch.softmax(x, -1), dynamic=False)
-    out["torch.compile"] = compiled
+    out["torch.compile"] = torch.compile(torch.softmax, dynamic=False)
     try:
         from liger_kernel.ops.softmax import LigerSoftmaxFunction
     except ImportError:
         pass
     else:
-        out["liger"] = LigerSoftmaxFunction.apply
+        def liger(x: torch.Tensor, dim: int) -> torch.Tensor:
+            if dim % x.dim() != x.dim() - 1:
+                raise ValueError("Liger-Kernel's softmax takes the last dim only")
+            return LigerSoftmaxFunction.apply(x)
+        out["liger"] = liger
     return out
 
 
-def measure(fns: dict[str, Callable], rows: int, cols: int, dtype: torch.dtype, device: str,
-            names: list[str], rounds: int) -> dict[str, float]:
-    """GB/s of each named provider (and the copy roof) on one fresh random input: the best of
-    ``rounds`` rounds, each timing every provider in turn. Interference on a shared host (other
-    processes, torch.compile's workers, clocks) only ever slows a timing down, and it hits the
-    providers of one round unevenly; the best of a few rounds compares them as the device runs
-    them."""
-    x = torch.randn(rows, cols, device=device).mul(3).to(dtype)
-    dst = torch.empty_like(x)
+def measure(fns: dict[str, Callable], x: torch.Tensor, dim: int, names: list[str],
+            rounds: int) -> dict[str, float]:
+    """GB/s of each named provider (and the copy roof) on the input ``x`` over ``dim``: the
+    best of ``rounds`` rounds, each timing every provider in turn. Interference on a shared host
+    (other processes, torch.compile's workers, clocks) only ever slows a timing down, and it
+    hits the providers of one round unevenly; the best of a few rounds compares them as the
+    device runs them. The roof copies a contiguous tensor of ``x``'s bytes."""
+    src = x.contiguous()
+    dst = torch.empty_like(src)
     n_bytes = 2 * x.numel() * x.element_size()
     result = dict.fromkeys(["copy", *names], 0.0)
     # torch.compile specialises on shapes and stops compiling after a few (dynamo's recompile
     # limit), falling back to eager: compile each shape from scratch instead.
     torch._dynamo.reset()
     for _ in range(rounds):
-        result["copy"] = max(result["copy"], gbps(n_bytes, time_ms(lambda: dst.copy_(x))))
+        result["copy"] = max(result["copy"], gbps(n_bytes, time_ms(lambda: dst.copy_(src))))
         for name in names:
             if result[name] != result[name]:  # refused this shape in an earlier round
                 continue
             try:
                 fn = fns[name]
-                ms = time_ms(lambda: fn(x))  # noqa: B023 (called here)
+                ms = time_ms(lambda: fn(x, dim))  # noqa: B023 (called here)
             except Exception as e:  # a peer that refuses a shape (out of shared memory, ...)
-                print(f"  {name} failed on {rows}x{cols} {dtype}: {type(e).__name__}: "
-                      f"{str(e).splitlines()[0][:120]}")
+                print(f"  {name} failed on {tuple(x.shape)} dim {dim} {x.dtype}: "
+                      f"{type(e).__name__}: {str(e).splitlines()[0][:120]}")
                 result[name] = float("nan")
                 continue
             result[name] = max(result[name], gbps(n_bytes, ms))
     return result
 
 
-def measure_backward(rows: int, cols: int, dtype: torch.dtype, device: str) -> dict[str, float]:
-    """GB/s of the backward pass (reads the output and its gradient, writes the input's
-    gradient) of npu_softmax and torch.softmax, from one saved forward each; ``copy`` is the
-    same input's copy roof, for scale."""
-    x = torch.randn(rows, cols, device=device).mul(3).to(dtype).requires_grad_()
-    dy = torch.randn(rows, cols, device=device).to(dtype)
+def _table_row(r: dict, label: str, names: list[str], peers: list[str]) -> str:
+    best = max((r[p] for p in peers if r[p] == r[p]), default=float("nan"))
+    ours = r["npu_softmax"]
+    return (f"| {r['dtype']} | {label} | {r['copy']:.0f} | "
+            + " | ".join(f"{r[n]:.0f}" for n in names)
+            + f" | {100 * ours / r['copy']:.0f}% | {ours / r['torch']:.2f} | {ours / best:.2f} |")
+
+
+def measure_backward(shape: tuple[int, ...], dim: int, dtype: torch.dtype,
+                     device: str) -> dict[str, float]:
+    """GB/s of the backward pass over ``dim`` (reads the output and its gradient, writes the
+    input's gradient) of npu_softmax and torch.softmax, from one saved forward each; ``copy`` is
+    the same input's copy roof, for scale."""
+    x = torch.randn(shape, device=device).mul(3).to(dtype).requires_grad_()
+    dy = torch.randn(shape, device=device).to(dtype)
     dst = torch.empty_like(x)
     n_bytes = 3 * x.numel() * x.element_size()
     result = {"copy": gbps(2 * x.numel() * x.element_size(),
                            time_ms(lambda: dst.copy_(x.detach())))}
     for name, fn in (("npu_softmax", npu_softmax.softmax), ("torch", torch.softmax)):
-        y = fn(x, -1)
+        y = fn(x, dim)
         result[name] = gbps(n_bytes, time_ms(
             lambda: torch.autograd.grad(y, x, dy, retain_graph=True)))  # noqa: B023
     return result
@@ -155,7 +178,8 @@ def main() -> None:
     parser.add_argument("--out", default="bench-results", help="folder for csv/png/md")
     parser.add_argument("--quick", action="store_true", help="every 8th sweep point")
     parser.add_argument("--no-sweep", action="store_true", help="only the list of shapes")
-    parser.add_argument("--no-shapes", action="store_true", help="only the sweep")
+    parser.add_argument("--no-shapes", action="store_true",
+                        help="no list of shapes (last dim) and no other dims")
     parser.add_argument("--rounds", type=int, default=3,
                         help="rounds per point, each provider's best kept (default 3)")
     parser.add_argument("--backward", action="store_true",
@@ -178,18 +202,32 @@ def main() -> None:
         step = 8 if args.quick else 2
         for dname, dtype in DTYPES.items():
             for i in range(2, 100, step):
-                r = measure(fns, 4096, 128 * i, dtype, device, names, args.rounds)
+                x = torch.randn(4096, 128 * i, device=device).mul(3).to(dtype)
+                r = measure(fns, x, -1, names, args.rounds)
                 rows.append({"part": "sweep", "dtype": dname, "M": 4096, "N": 128 * i, **r})
             plot(rows, dname, os.path.join(args.out, f"bench_sweep_{dname}.png"), device_name)
     for dname, dtype in DTYPES.items():
         for m, n in [] if args.no_shapes else SHAPES:
-            r = measure(fns, m, n, dtype, device, names, args.rounds)
+            x = torch.randn(m, n, device=device).mul(3).to(dtype)
+            r = measure(fns, x, -1, names, args.rounds)
             rows.append({"part": "shapes", "dtype": dname, "M": m, "N": n, **r})
+    dims: list[dict] = []
+    for dname, dtype in DTYPES.items():
+        for shape, dim, transposed in [] if args.no_shapes else DIM_CASES:
+            x = torch.randn(shape, device=device).mul(3).to(dtype)
+            r = measure(fns, x.t() if transposed else x, dim, names, args.rounds)
+            dims.append({"dtype": dname, "shape": "x".join(map(str, shape))
+                         + (" transposed" if transposed else ""), "dim": dim, **r})
 
     with open(os.path.join(args.out, "bench.csv"), "w", newline="") as f:
         writer = csv.DictWriter(f, fieldnames=["part", "dtype", "M", "N", "copy", *names])
         writer.writeheader()
         writer.writerows(rows)
+    if dims:
+        with open(os.path.join(args.out, "bench_dims.csv"), "w", newline="") as f:
+            writer = csv.DictWriter(f, fieldnames=["dtype", "shape", "dim", "copy", *names])
+            writer.writeheader()
+            writer.writerows(dims)
 
     peers = [n for n in names if n != "npu_softmax"]
     lines = [f"Measured on {device_name}, {stamp} (torch {info['torch']}, triton "
@@ -201,21 +239,25 @@ def main() -> None:
     for r in rows:
         if r["part"] != "shapes" and r["N"] not in (1024, 4096, 8192, 12544):
             continue
-        best = max((r[p] for p in peers if r[p] == r[p]), default=float("nan"))
-        ours = r["npu_softmax"]
-        lines.append(f"| {r['dtype']} | {r['M']}x{r['N']} | {r['copy']:.0f} | "
-                     + " | ".join(f"{r[n]:.0f}" for n in names)
-                     + f" | {100 * ours / r['copy']:.0f}% | {ours / r['torch']:.2f} | "
-                     f"{ours / best:.2f} |")
+        lines.append(_table_row(r, f"{r['M']}x{r['N']}", names, peers))
+    if dims:
+        lines += ["", "Softmax over other dims (a transposed input is randn(shape).t(), over "
+                  "its last dim; copy: of a contiguous tensor of the same bytes):", "",
+                  "| dtype | shape, dim | copy | " + " | ".join(names)
+                  + " | % of copy | vs torch | vs best peer |",
+                  "|---|---|---|" + "---|" * len(names) + "---|---|---|"]
+        lines += [_table_row(r, f"{r['shape']}, dim {r['dim']}", names, peers) for r in dims]
     if args.backward:
         lines += ["", "Backward (GB/s = 3 tensors moved / median time; copy = forward's roof):",
-                  "", "| dtype | M x N | copy | npu_softmax | torch | vs torch |",
+                  "", "| dtype | shape, dim | copy | npu_softmax | torch | vs torch |",
                   "|---|---|---|---|---|---|"]
         for dname, dtype in DTYPES.items():
-            for m, n in SHAPES:
-                r = measure_backward(m, n, dtype, device)
-                lines.append(f"| {dname} | {m}x{n} | {r['copy']:.0f} | {r['npu_softmax']:.0f} | "
-                             f"{r['torch']:.0f} | {r['npu_softmax'] / r['torch']:.2f} |")
+            for shape, dim in [*((s, -1) for s in SHAPES),
+                               *((s, d) for s, d, transposed in DIM_CASES if not transposed)]:
+                r = measure_backward(shape, dim, dtype, device)
+                lines.append(f"| {dname} | {'x'.join(map(str, shape))}, dim {dim} | "
+                             f"{r['copy']:.0f} | {r['npu_softmax']:.0f} | {r['torch']:.0f} | "
+                             f"{r['npu_softmax'] / r['torch']:.2f} |")
     tiny = torch.randn(4, 128, device=device)
     # Best of the rounds, the two in turn (as the bandwidths: interference only adds time).
     ours_us = torch_us = float("inf")

@@ -94,7 +94,7 @@ def test_not_a_tensor(x: object) -> None:
 def test_bad_variant(device: str, variant: object) -> None:
     """A variant that is not one of the kernels: ValueError listing the valid ones."""
     with pytest.raises(ValueError, match=r"variant must be one of \('tile', 'online', "
-                                         rf"'split'\), got {variant!r}"):
+                                         rf"'split', 'cols'\), got {variant!r}"):
         npu_softmax.softmax(torch.randn(3, 4, device=device), variant=variant)
 
 

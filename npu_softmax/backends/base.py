@@ -79,6 +79,9 @@ class Backend:
     reread_eviction = ("", "")
     #: Cache modifier of the kernels' output stores (``""``: the target's default).
     output_cache = ""
+    #: Whether interleaved rows (``RowLayout.interleaved``: a softmax over a dim that is not the
+    #: last) run the column kernels (``kernels_cols``, the ``cols`` variant) on this target.
+    column_tiles = False
 
     # By value: plans are cached per backend, and for_layout() may make new instances.
     def __eq__(self, other: object) -> bool:
@@ -166,6 +169,19 @@ class Backend:
     def rows_tile_elems(self, itemsize: int) -> int:
         """Elements of a tile of several short rows (at most ``tile_elems``)."""
         return self.tile_elems(itemsize)
+
+    def column_lanes(self, itemsize: int) -> int:
+        """Fewest neighbouring rows a ``cols`` group holds (where there are as many): the
+        contiguous run each column of its tile loads."""
+        return max(1, 64 // itemsize)
+
+    def column_tile_elems(self, itemsize: int) -> int:
+        """Elements of a ``cols`` tile that holds its rows whole."""
+        return self.rows_tile_elems(itemsize)
+
+    def column_chunk_elems(self, itemsize: int) -> int:
+        """Elements of a ``cols`` chunk, for rows too long for ``column_tile_elems``."""
+        return self.column_tile_elems(itemsize)
 
     def tail_block(self, n_cols: int, itemsize: int) -> int:
         """Columns of the tail block for a row of ``n_cols`` elements that fits the tile, 0 for

@@ -70,6 +70,16 @@ UNALIGNED_HALF_ROW_BLOCK = 16384
 #: 2-byte rows that are not 16-byte aligned and longer than this (a head block of 16384 or
 #: more) run the online kernel rather than a tile (``CudaBackend.online_from``).
 MAX_UNALIGNED_HALF_TILE_COLS = 12288
+#: ``cols`` groups (``launcher.column_plan``): at least this many neighbouring rows, in tiles
+#: and chunks of this many elements (of each tensor the kernel reads). Through the API on the
+#: H100 (2026-11-24, fifteenth session, docs/tuning.md), against 16 rows and chunks of 4096:
+#: fp32 dim 0 of 4096x4096 1512 -> 1659 GB/s, 16384x1024 1449 -> 1614, dim 1 of 4x8192x1024
+#: 1527 -> 1715; bf16 dim 0 of 4096x4096 1071 -> 1280, dim 1 of 4x8192x1024 1041 -> 1349; lower
+#: on transposed inputs (fp32 8192x1000 1267 -> 1137, bf16 1133 -> 753). Tiles of 2048 lost on
+#: bf16 rows of 3 (dim 1 of 16x3x50176: 1190 -> 477).
+COLUMN_LANES = 32
+COLUMN_TILE_ELEMS = 4096
+COLUMN_CHUNK_ELEMS = 8192
 #: Registers a thread of a 16-warp online program of 2-byte rows with a last chunk may use
 #: (``CudaBackend.options``): two such programs fit an SM's 65536.
 TWO_PROGRAM_REGS = 64
@@ -100,6 +110,7 @@ class CudaBackend(Backend):
     #: the API on the H100 (2026-11-23, docs/tuning.md): 1024x65536 fp32 2656 -> 2775 GB/s,
     #: bf16 2486 -> 2660; 4096x65536 bf16 2651 -> 2838; rows that fit a block gain 0-1%.
     output_cache = ".cs"
+    column_tiles = True
 
     def __init__(self, name: str = "cuda", arch: str | int = 0,
                  unaligned_rows: bool = False, streams: int = 1,
@@ -201,6 +212,15 @@ class CudaBackend(Backend):
 
     def rows_tile_elems(self, itemsize: int) -> int:
         return 4096
+
+    def column_lanes(self, itemsize: int) -> int:
+        return COLUMN_LANES
+
+    def column_tile_elems(self, itemsize: int) -> int:
+        return COLUMN_TILE_ELEMS
+
+    def column_chunk_elems(self, itemsize: int) -> int:
+        return COLUMN_CHUNK_ELEMS
 
     def rows_per_block(self, block_n: int, n_rows: int, n_cores: int, itemsize: int) -> int:
         # Tiles of at most 1024 elements for rows that are not 16-byte aligned, float32 rows of
@@ -308,6 +328,10 @@ class CudaBackend(Backend):
         # float32/bfloat16/float16 (H100, 2026-11-22, docs/tuning.md). What sets the speed is how
         # many programs an SM keeps (registers) against how many bytes each has in flight.
         block_m, block_n, tail_n = plan.block_m, plan.block_n, plan.tail_n
+        if plan.variant == "cols":
+            # 32 elements a thread at most, of each tensor read (the backward reads two).
+            elems = block_m * block_n * self.streams
+            return 4 if elems <= 4096 else 8 if elems <= 8192 else 16
         if plan.variant == "tile" and block_m == 1 and self._one_warp_row(block_n + tail_n,
                                                                            itemsize):
             return 1

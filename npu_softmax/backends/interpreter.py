@@ -21,6 +21,9 @@ class InterpreterBackend(Backend):
     #: Short last chunks wherever they save lanes, so the tests run the online kernel's last
     #: chunks at many sizes.
     min_last_chunk = 64
+    #: The column kernels, with small tiles and chunks (below) so that test-sized rows run
+    #: their looped and split forms too.
+    column_tiles = True
 
     def windows(self, plan: Plan, itemsize: int) -> bool:
         # Wherever they apply, so the tests run the 16-byte vector form of every kernel (aligned
@@ -38,6 +41,15 @@ class InterpreterBackend(Backend):
     def chunk_elems(self, itemsize: int, variant: str, n_cols: int) -> int:
         # Small enough that the looped kernels run several chunks on test-sized rows.
         return 1 << 11
+
+    def column_lanes(self, itemsize: int) -> int:
+        return 4
+
+    def column_tile_elems(self, itemsize: int) -> int:
+        return 1 << 11
+
+    def column_chunk_elems(self, itemsize: int) -> int:
+        return 1 << 8
 
     def core_count(self, device_index: int) -> int:
         return self.programs

@@ -1,0 +1,287 @@
+"""Triton kernels for interleaved rows: a softmax over a dim that is not the last one.
+
+In a contiguous ``(outer, C, inner)`` tensor, a softmax over ``C`` has rows whose elements lie
+``inner`` apart, while neighbouring rows sit next to each other. The row kernels (``kernels``)
+would load such a row one element per 32-byte sector; these kernels instead take a
+``[BLOCK_C, BLOCK_I]`` tile of ``BLOCK_I`` neighbouring rows (a *group*) and reduce down axis 0, so
+every load reads whole runs of memory. They use the row matrix of ``layout.RowLayout.columns``:
+row ``r`` is inner position ``r % n_inner`` of outer index ``r // n_inner``. Strides are runtime
+arguments: Triton specialises a stride of 1, so whichever axis of the tile is contiguous in a
+tensor (rows in the input, columns in a row-major output of a transposed input, say) is the one
+its loads or stores coalesce along.
+
+* ``softmax_cols_kernel``: a group per iteration, whole (one read) when its rows fit
+  ``BLOCK_C``, else looped in ``BLOCK_C`` chunks with a running max and sum per row;
+* ``softmax_cols_split_stats_kernel`` + ``softmax_cols_split_norm_kernel``: a group's rows cut
+  into ``N_SPLITS`` column ranges worked on by different programs, for long rows in few groups;
+* the backward of each (``softmax_bwd_cols_*``), as ``kernels_backward`` states it.
+
+Every kernel reads an element before it writes it, in one program, so ``y`` may be ``x``.
+"""
+
+import triton
+import triton.language as tl
+
+from ._compat import gdc_launch_dependents, gdc_wait
+from .kernels import _finish, _load, _merge_lane_stats, _norm, _safe_shift, _split_range, _widen
+from .kernels_backward import _grad, _load_pair, _term
+
+
+@triton.jit
+def _group(g, n_inner, BLOCK_I: tl.constexpr):
+    """Group ``g`` of ``BLOCK_I`` neighbouring rows: its outer index, and the inner positions
+    of its rows as a ``[1, BLOCK_I]`` row of the tile with their mask."""
+    n_blocks = tl.cdiv(n_inner, BLOCK_I)
+    inner = (g % n_blocks) * BLOCK_I + tl.arange(0, BLOCK_I)[None, :]
+    return g // n_blocks, inner, inner < n_inner
+
+
+@triton.jit
+def _n_groups(n_rows, n_inner, BLOCK_I: tl.constexpr):
+    return n_rows // n_inner * tl.cdiv(n_inner, BLOCK_I)
+
+
+@triton.jit
+def _cols_stats(x_lanes, imask, x_col_stride, c, lo, hi, scale, BLOCK_C: tl.constexpr,
+                BLOCK_I: tl.constexpr, ACC_TY: tl.constexpr, EVICT: tl.constexpr):
+    """Per row of a group (``x_lanes``: its rows' starts), the max ``m`` and
+    ``sum(exp(x - m))`` of columns ``[lo, hi)`` in one pass, a running pair per row."""
+    m = tl.full([BLOCK_I], float("-inf"), ACC_TY)
+    d = tl.zeros([BLOCK_I], ACC_TY)
+    for start in tl.range(lo, hi, BLOCK_C):
+        cc = start + c
+        x = _load(x_lanes + cc * x_col_stride, imask & (cc < hi), scale, ACC_TY, EVICT)
+        m, d = _merge_lane_stats(m, d, x)
+    return m, d
+
+
+@triton.jit
+def _cols_normalize(x_lanes, y_lanes, imask, x_col_stride, y_col_stride, c, lo, hi, shift, norm,
+                    scale, BLOCK_C: tl.constexpr, ACC_TY: tl.constexpr, LOG: tl.constexpr,
+                    EVICT: tl.constexpr, STORE_CACHE: tl.constexpr):
+    """Columns ``[lo, hi)`` of a group's output from each row's ``shift`` and ``norm``
+    (``[1, BLOCK_I]``), last chunk first: those are the likeliest to be still in cache."""
+    n_chunks = tl.cdiv(hi - lo, BLOCK_C)
+    for k in tl.range(0, n_chunks):
+        cc = lo + (n_chunks - 1 - k) * BLOCK_C + c
+        mask = imask & (cc < hi)
+        x = _load(x_lanes + cc * x_col_stride, mask, scale, ACC_TY, EVICT)
+        tl.store(y_lanes + cc * y_col_stride,
+                 _finish(x, shift, norm, LOG).to(y_lanes.dtype.element_ty), mask=mask,
+                 cache_modifier=STORE_CACHE)
+
+
+@triton.jit(do_not_specialize=["n_rows"])
+def softmax_cols_kernel(
+    y_ptr, x_ptr, n_rows, n_cols, n_inner,
+    x_outer_stride, x_inner_stride, x_col_stride,
+    y_outer_stride, y_inner_stride, y_col_stride, scale,
+    BLOCK_I: tl.constexpr, BLOCK_C: tl.constexpr, INDEX_64: tl.constexpr, LOG: tl.constexpr,
+    FIRST_EVICT: tl.constexpr, SECOND_EVICT: tl.constexpr, STORE_CACHE: tl.constexpr,
+):
+    """A group of ``BLOCK_I`` interleaved rows per iteration: held whole and read once where
+    the rows fit ``BLOCK_C``; else two passes over ``BLOCK_C`` chunks (running max and sum per
+    row, then the output), the first read with L2 eviction policy ``FIRST_EVICT``, the second
+    with ``SECOND_EVICT`` (as the row kernels' ``softmax_online_kernel``)."""
+    OUT_TY: tl.constexpr = y_ptr.dtype.element_ty
+    ACC_TY: tl.constexpr = tl.float64 if OUT_TY == tl.float64 else tl.float32
+    c = _widen(tl.arange(0, BLOCK_C), INDEX_64)[:, None]
+    for g in tl.range(tl.program_id(0), _n_groups(n_rows, n_inner, BLOCK_I),
+                      tl.num_programs(0)):
+        outer, inner, imask = _group(_widen(g, INDEX_64), n_inner, BLOCK_I)
+        x_lanes = x_ptr + outer * x_outer_stride + inner * x_inner_stride
+        y_lanes = y_ptr + outer * y_outer_stride + inner * y_inner_stride
+        if n_cols <= BLOCK_C:
+            mask = imask & (c < n_cols)
+            x = _load(x_lanes + c * x_col_stride, mask, scale, ACC_TY, "")
+            shift = _safe_shift(tl.max(x, axis=0))[None, :]
+            norm = _norm(tl.sum(tl.exp(x - shift), axis=0), LOG)[None, :]
+            tl.store(y_lanes + c * y_col_stride, _finish(x, shift, norm, LOG).to(OUT_TY),
+                     mask=mask, cache_modifier=STORE_CACHE)
+        else:
+            m, d = _cols_stats(x_lanes, imask, x_col_stride, c, 0, n_cols, scale, BLOCK_C,
+                               BLOCK_I, ACC_TY, FIRST_EVICT)
+            _cols_normalize(x_lanes, y_lanes, imask, x_col_stride, y_col_stride, c, 0, n_cols,
+                            _safe_shift(m)[None, :], _norm(d, LOG)[None, :], scale, BLOCK_C,
+                            ACC_TY, LOG, SECOND_EVICT, STORE_CACHE)
+
+
+@triton.jit(do_not_specialize=["n_rows"])
+def softmax_cols_split_stats_kernel(
+    part_ptr, x_ptr, n_rows, n_cols, n_inner,
+    x_outer_stride, x_inner_stride, x_col_stride, split_cols, scale,
+    N_SPLITS: tl.constexpr, BLOCK_I: tl.constexpr, BLOCK_C: tl.constexpr,
+    INDEX_64: tl.constexpr, PDL: tl.constexpr, EVICT: tl.constexpr,
+):
+    """Pass 1 of split groups: work item ``g * N_SPLITS + s`` writes the max and sum of columns
+    ``[s * split_cols, (s + 1) * split_cols)`` of each row of group ``g`` into ``part_ptr``,
+    ``[2, n_items, BLOCK_I]`` (maxima, then sums). With ``PDL`` pass 2 may start at once."""
+    if PDL:
+        gdc_launch_dependents()
+    ACC_TY: tl.constexpr = part_ptr.dtype.element_ty
+    c = _widen(tl.arange(0, BLOCK_C), INDEX_64)[:, None]
+    lanes = tl.arange(0, BLOCK_I)
+    n_items = _n_groups(n_rows, n_inner, BLOCK_I) * N_SPLITS
+    for i in tl.range(tl.program_id(0), n_items, tl.num_programs(0)):
+        item = _widen(i, INDEX_64)
+        g, lo, hi = _split_range(item, split_cols, n_cols, N_SPLITS)
+        outer, inner, imask = _group(g, n_inner, BLOCK_I)
+        m, d = _cols_stats(x_ptr + outer * x_outer_stride + inner * x_inner_stride, imask,
+                           x_col_stride, c, lo, hi, scale, BLOCK_C, BLOCK_I, ACC_TY, EVICT)
+        tl.store(part_ptr + item * BLOCK_I + lanes, m)
+        tl.store(part_ptr + (n_items + item) * BLOCK_I + lanes, d)
+
+
+@triton.jit(do_not_specialize=["n_rows"])
+def softmax_cols_split_norm_kernel(
+    y_ptr, part_ptr, x_ptr, n_rows, n_cols, n_inner,
+    x_outer_stride, x_inner_stride, x_col_stride,
+    y_outer_stride, y_inner_stride, y_col_stride, split_cols, scale,
+    N_SPLITS: tl.constexpr, BLOCK_I: tl.constexpr, BLOCK_C: tl.constexpr,
+    INDEX_64: tl.constexpr, LOG: tl.constexpr, PDL: tl.constexpr, EVICT: tl.constexpr,
+    STORE_CACHE: tl.constexpr,
+):
+    """Pass 2 of split groups: combine each row's partial maxima and sums, write one column
+    range (with ``PDL``, once pass 1 has finished and its writes are visible)."""
+    if PDL:
+        gdc_wait()
+    ACC_TY: tl.constexpr = part_ptr.dtype.element_ty
+    c = _widen(tl.arange(0, BLOCK_C), INDEX_64)[:, None]
+    n_items = _n_groups(n_rows, n_inner, BLOCK_I) * N_SPLITS
+    for i in tl.range(tl.program_id(0), n_items, tl.num_programs(0)):
+        # Items in the reverse order of pass 1, whose last items are the likeliest in cache.
+        item = n_items - 1 - _widen(i, INDEX_64)
+        g, lo, hi = _split_range(item, split_cols, n_cols, N_SPLITS)
+        parts = (part_ptr + (g * N_SPLITS + tl.arange(0, N_SPLITS)[:, None]) * BLOCK_I
+                 + tl.arange(0, BLOCK_I)[None, :])
+        m_parts = tl.load(parts)
+        d_parts = tl.load(parts + n_items * BLOCK_I)
+        shift = _safe_shift(tl.max(m_parts, axis=0))[None, :]
+        d = tl.sum(d_parts * tl.exp(m_parts - shift), axis=0)
+        outer, inner, imask = _group(g, n_inner, BLOCK_I)
+        _cols_normalize(x_ptr + outer * x_outer_stride + inner * x_inner_stride,
+                        y_ptr + outer * y_outer_stride + inner * y_inner_stride, imask,
+                        x_col_stride, y_col_stride, c, lo, hi, shift, _norm(d, LOG)[None, :],
+                        scale, BLOCK_C, ACC_TY, LOG, EVICT, STORE_CACHE)
+
+
+@triton.jit
+def _cols_dot(y_lanes, dy_lanes, imask, y_col_stride, dy_col_stride, c, lo, hi,
+              BLOCK_C: tl.constexpr, BLOCK_I: tl.constexpr, ACC_TY: tl.constexpr,
+              LOG: tl.constexpr, EVICT: tl.constexpr):
+    # Per row of a group, sum(dy * y) (sum(dy) for log-softmax) over columns [lo, hi).
+    acc = tl.zeros([BLOCK_C, BLOCK_I], ACC_TY)
+    for start in tl.range(lo, hi, BLOCK_C):
+        cc = start + c
+        y, dy = _load_pair(y_lanes + cc * y_col_stride, dy_lanes + cc * dy_col_stride,
+                           imask & (cc < hi), ACC_TY, EVICT)
+        acc += _term(dy, y, LOG)
+    return tl.sum(acc, axis=0)
+
+
+@triton.jit
+def _cols_grad(dx_lanes, y_lanes, dy_lanes, imask, y_col_stride, dy_col_stride, c, lo, hi, dot,
+               scale, BLOCK_C: tl.constexpr, ACC_TY: tl.constexpr, LOG: tl.constexpr,
+               EVICT: tl.constexpr, STORE_CACHE: tl.constexpr):
+    # Columns [lo, hi) of a group's gradient from each row's reduction ``dot`` ([1, BLOCK_I]),
+    # last chunk first.
+    n_chunks = tl.cdiv(hi - lo, BLOCK_C)
+    for k in tl.range(0, n_chunks):
+        cc = lo + (n_chunks - 1 - k) * BLOCK_C + c
+        mask = imask & (cc < hi)
+        y, dy = _load_pair(y_lanes + cc * y_col_stride, dy_lanes + cc * dy_col_stride, mask,
+                           ACC_TY, EVICT)
+        tl.store(dx_lanes + cc * y_col_stride,
+                 _grad(dy, y, dot, scale, LOG).to(dx_lanes.dtype.element_ty), mask=mask,
+                 cache_modifier=STORE_CACHE)
+
+
+@triton.jit(do_not_specialize=["n_rows"])
+def softmax_bwd_cols_kernel(
+    dx_ptr, y_ptr, dy_ptr, n_rows, n_cols, n_inner,
+    dy_outer_stride, dy_inner_stride, dy_col_stride,
+    y_outer_stride, y_inner_stride, y_col_stride, scale,
+    BLOCK_I: tl.constexpr, BLOCK_C: tl.constexpr, INDEX_64: tl.constexpr, LOG: tl.constexpr,
+    FIRST_EVICT: tl.constexpr, SECOND_EVICT: tl.constexpr, STORE_CACHE: tl.constexpr,
+):
+    """The gradient of ``softmax_cols_kernel``: a group per iteration, whole where its rows fit
+    ``BLOCK_C``, else a reduction pass and a gradient pass over chunks. ``dx`` shares ``y``'s
+    strides."""
+    ACC_TY: tl.constexpr = tl.float64 if y_ptr.dtype.element_ty == tl.float64 else tl.float32
+    c = _widen(tl.arange(0, BLOCK_C), INDEX_64)[:, None]
+    for g in tl.range(tl.program_id(0), _n_groups(n_rows, n_inner, BLOCK_I),
+                      tl.num_programs(0)):
+        outer, inner, imask = _group(_widen(g, INDEX_64), n_inner, BLOCK_I)
+        y_start = outer * y_outer_stride + inner * y_inner_stride
+        dy_lanes = dy_ptr + outer * dy_outer_stride + inner * dy_inner_stride
+        if n_cols <= BLOCK_C:
+            mask = imask & (c < n_cols)
+            y, dy = _load_pair(y_ptr + y_start + c * y_col_stride, dy_lanes + c * dy_col_stride,
+                               mask, ACC_TY, "")
+            dot = tl.sum(_term(dy, y, LOG), axis=0)[None, :]
+            tl.store(dx_ptr + y_start + c * y_col_stride,
+                     _grad(dy, y, dot, scale, LOG).to(dx_ptr.dtype.element_ty), mask=mask,
+                     cache_modifier=STORE_CACHE)
+        else:
+            # (Named apart from the branch above: Triton merges names set in both branches.)
+            row_dot = _cols_dot(y_ptr + y_start, dy_lanes, imask, y_col_stride, dy_col_stride,
+                                c, 0, n_cols, BLOCK_C, BLOCK_I, ACC_TY, LOG, FIRST_EVICT)
+            _cols_grad(dx_ptr + y_start, y_ptr + y_start, dy_lanes, imask, y_col_stride,
+                       dy_col_stride, c, 0, n_cols, row_dot[None, :], scale, BLOCK_C, ACC_TY,
+                       LOG, SECOND_EVICT, STORE_CACHE)
+
+
+@triton.jit(do_not_specialize=["n_rows"])
+def softmax_bwd_cols_split_dot_kernel(
+    dot_ptr, y_ptr, dy_ptr, n_rows, n_cols, n_inner,
+    dy_outer_stride, dy_inner_stride, dy_col_stride,
+    y_outer_stride, y_inner_stride, y_col_stride, split_cols,
+    N_SPLITS: tl.constexpr, BLOCK_I: tl.constexpr, BLOCK_C: tl.constexpr,
+    INDEX_64: tl.constexpr, LOG: tl.constexpr, PDL: tl.constexpr, EVICT: tl.constexpr,
+):
+    """Pass 1 of split groups' gradient: each item's partial reductions into ``dot_ptr``,
+    ``[n_items, BLOCK_I]``."""
+    if PDL:
+        gdc_launch_dependents()
+    ACC_TY: tl.constexpr = dot_ptr.dtype.element_ty
+    c = _widen(tl.arange(0, BLOCK_C), INDEX_64)[:, None]
+    n_items = _n_groups(n_rows, n_inner, BLOCK_I) * N_SPLITS
+    for i in tl.range(tl.program_id(0), n_items, tl.num_programs(0)):
+        item = _widen(i, INDEX_64)
+        g, lo, hi = _split_range(item, split_cols, n_cols, N_SPLITS)
+        outer, inner, imask = _group(g, n_inner, BLOCK_I)
+        dot = _cols_dot(y_ptr + outer * y_outer_stride + inner * y_inner_stride,
+                        dy_ptr + outer * dy_outer_stride + inner * dy_inner_stride, imask,
+                        y_col_stride, dy_col_stride, c, lo, hi, BLOCK_C, BLOCK_I, ACC_TY, LOG,
+                        EVICT)
+        tl.store(dot_ptr + item * BLOCK_I + tl.arange(0, BLOCK_I), dot)
+
+
+@triton.jit(do_not_specialize=["n_rows"])
+def softmax_bwd_cols_split_grad_kernel(
+    dx_ptr, dot_ptr, y_ptr, dy_ptr, n_rows, n_cols, n_inner,
+    dy_outer_stride, dy_inner_stride, dy_col_stride,
+    y_outer_stride, y_inner_stride, y_col_stride, split_cols, scale,
+    N_SPLITS: tl.constexpr, BLOCK_I: tl.constexpr, BLOCK_C: tl.constexpr,
+    INDEX_64: tl.constexpr, LOG: tl.constexpr, PDL: tl.constexpr, EVICT: tl.constexpr,
+    STORE_CACHE: tl.constexpr,
+):
+    """Pass 2 of split groups' gradient: add up each row's partial reductions, write one column
+    range (with ``PDL``, once pass 1 has finished)."""
+    if PDL:
+        gdc_wait()
+    ACC_TY: tl.constexpr = dot_ptr.dtype.element_ty
+    c = _widen(tl.arange(0, BLOCK_C), INDEX_64)[:, None]
+    n_items = _n_groups(n_rows, n_inner, BLOCK_I) * N_SPLITS
+    for i in tl.range(tl.program_id(0), n_items, tl.num_programs(0)):
+        item = _widen(i, INDEX_64)
+        g, lo, hi = _split_range(item, split_cols, n_cols, N_SPLITS)
+        parts = (dot_ptr + (g * N_SPLITS + tl.arange(0, N_SPLITS)[:, None]) * BLOCK_I
+                 + tl.arange(0, BLOCK_I)[None, :])
+        dot = tl.sum(tl.load(parts), axis=0)[None, :]
+        outer, inner, imask = _group(g, n_inner, BLOCK_I)
+        y_start = outer * y_outer_stride + inner * y_inner_stride
+        _cols_grad(dx_ptr + y_start, y_ptr + y_start,
+                   dy_ptr + outer * dy_outer_stride + inner * dy_inner_stride, imask,
+                   y_col_stride, dy_col_stride, c, lo, hi, dot, scale, BLOCK_C, ACC_TY, LOG,
+                   EVICT, STORE_CACHE)

@@ -1,0 +1,157 @@
+"""The ``cols`` variant: softmax over a dim that is not the last (rows interleaved in memory),
+and over the last dim of a transposed input, against torch in float64.
+
+Each case is planned with small column tiles and chunks and four cores on every device, so that
+the three forms of ``kernels_cols`` (whole rows, looped rows, split rows) all run on small
+tensors; NaN-poisoned outputs, log-softmax, a temperature, the gradient and in-place calls.
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from _ref import DTYPES, assert_close, assert_softmax_close, reference
+
+import npu_softmax
+from npu_softmax import eager, launcher
+from npu_softmax.backends import AscendBackend, CudaBackend, InterpreterBackend
+from npu_softmax.layout import RowLayout, row_layout
+
+#: (shape, dim, transposed, form): ``transposed`` takes ``randn(shape).t()``; ``form`` is what
+#: the small sizes below plan: "whole", "looped" or "split".
+CASES = [
+    ((3, 7, 40), 1, False, "whole"),
+    ((2, 3, 50, 5), 2, False, "whole"),
+    ((50, 33), -1, True, "whole"),
+    ((70, 80), 0, False, "looped"),
+    ((9, 70, 9), 1, False, "looped"),
+    ((300, 6), 0, False, "split"),
+    ((200, 40), -1, True, "split"),
+]
+
+
+@pytest.fixture
+def small_columns(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Column tiles of 256 elements, chunks of 64, groups of at least 4 rows, 4 cores."""
+    be = type(launcher.backend())
+    monkeypatch.setattr(be, "column_tile_elems", lambda self, itemsize: 256)
+    monkeypatch.setattr(be, "column_chunk_elems", lambda self, itemsize: 64)
+    monkeypatch.setattr(be, "column_lanes", lambda self, itemsize: 4)
+    monkeypatch.setattr(launcher, "core_count", lambda device_index: 4)
+    monkeypatch.setattr(eager, "_calls", {})
+    launcher._plan.cache_clear()
+    yield
+    launcher._plan.cache_clear()
+
+
+def _form(p: launcher.Plan, n_cols: int) -> str:
+    return "split" if p.n_splits > 1 else "whole" if p.block_n >= n_cols else "looped"
+
+
+def _input(shape: tuple[int, ...], transposed: bool, dtype: torch.dtype,
+           device: str) -> torch.Tensor:
+    x = (torch.randn(shape) * 3).to(dtype).to(device)
+    return x.t() if transposed else x
+
+
+@pytest.mark.parametrize("variant", [None, "cols"])
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("case", CASES, ids=lambda c: f"{c[0]}-dim{c[1]}{'T' * c[2]}")
+def test_columns_match_float64(kernel_device: str, small_columns: None, case: tuple,
+                               dtype: torch.dtype, variant: str | None) -> None:
+    shape, dim, transposed, form = case
+    if not launcher.backend().column_tiles:
+        pytest.skip("this target runs interleaved rows in the row kernels")
+    if dtype == torch.float64 and kernel_device == "npu":
+        pytest.skip("no float64 on Ascend")
+    x = _input(shape, transposed, dtype, kernel_device)
+    # Poisoned outputs, so an element no program writes fails.
+    y = torch.full(x.shape, float("nan"), dtype=dtype, device=kernel_device)
+    npu_softmax.softmax(x, dim, temperature=0.7, variant=variant, out=y)
+    layout = row_layout(x.shape, dim % x.dim(), x.stride(), y.stride())
+    p = launcher.plan(layout, x.element_size(), 4, launcher.backend(), variant)
+    assert p.variant == "cols" and _form(p, x.shape[dim]) == form, p
+    assert_softmax_close(y, reference(x, dim, temperature=0.7), f"{case} {dtype}")
+    logs = torch.full(x.shape, float("nan"), dtype=dtype, device=kernel_device)
+    npu_softmax.log_softmax(x, dim, variant=variant, out=logs)
+    assert_close(logs, reference(x, dim, log=True), dtype)
+    # Fresh output (contiguous, so a transposed input's output is laid out otherwise).
+    assert_softmax_close(npu_softmax.softmax(x, dim, variant=variant), reference(x, dim))
+
+
+@pytest.mark.parametrize("log", [False, True])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+@pytest.mark.parametrize("case", CASES, ids=lambda c: f"{c[0]}-dim{c[1]}{'T' * c[2]}")
+def test_columns_gradient(kernel_device: str, small_columns: None, case: tuple,
+                          dtype: torch.dtype, log: bool) -> None:
+    shape, dim, transposed, form = case
+    if not launcher.backend().column_tiles:
+        pytest.skip("this target runs interleaved rows in the row kernels")
+    x = _input(shape, transposed, dtype, kernel_device).requires_grad_()
+    dy = torch.randn(x.shape).to(dtype).to(kernel_device)
+    fn = npu_softmax.log_softmax if log else npu_softmax.softmax
+    (dx,) = torch.autograd.grad(fn(x, dim, temperature=1.3), x, dy)
+    x64 = x.detach().cpu().double().requires_grad_()
+    ref_fn = torch.log_softmax if log else torch.softmax
+    (ref,) = torch.autograd.grad(ref_fn(x64 / 1.3, dim), x64, dy.cpu().double())
+    y = fn(x.detach(), dim)
+    layout = row_layout(y.shape, dim % y.dim(), dy.stride(), y.stride())
+    p = launcher.plan(layout, x.element_size(), 4, launcher.backend(), streams=2)
+    assert p.variant == "cols" or transposed, p  # a transposed input's y has rows contiguous
+    assert_close(dx, ref, dtype, scale=4.0)
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda c: f"{c[0]}-dim{c[1]}{'T' * c[2]}")
+def test_columns_special_values_and_in_place(kernel_device: str, small_columns: None,
+                                             case: tuple) -> None:
+    shape, dim, transposed, _ = case
+    if not launcher.backend().column_tiles:
+        pytest.skip("this target runs interleaved rows in the row kernels")
+    x = _input(shape, transposed, torch.float32, kernel_device)
+    rows = x.movedim(dim, -1)  # a view: writes land in x
+
+    def row(k: int) -> tuple:
+        return tuple(int(i) for i in torch.unravel_index(torch.tensor(k), rows.shape[:-1]))
+
+    rows[row(0)] = float("-inf")  # a row of -inf alone: torch gives NaN
+    rows[row(1) + (2,)] = float("inf")
+    rows[row(2) + (1,)] = float("nan")
+    rows[row(3) + (slice(0, 2),)] = float("-inf")
+    ref = reference(x, dim)
+    assert_softmax_close(npu_softmax.softmax(x, dim, variant="cols"), ref)
+    npu_softmax.softmax_(x, dim, variant="cols")
+    assert_softmax_close(x, ref)
+
+
+def test_interleaved_rows_plan_cols_where_the_target_takes_them() -> None:
+    contiguous = RowLayout(7 * 9, 70, 9, (70 * 9, 1, 9), (70 * 9, 1, 9))  # dim 1 of 7x70x9
+    transposed = row_layout((33, 50), 1, (1, 33), (50, 1))  # the last dim of randn(50, 33).t()
+    last = RowLayout(100, 70, 1, (70, 0, 1), (70, 0, 1))
+    assert contiguous.interleaved() and transposed.interleaved()
+    assert not transposed.interleaved(output=True) and not last.interleaved()
+    for be, cores in ((CudaBackend(), 132), (InterpreterBackend(), 4)):
+        for layout in (contiguous, transposed):
+            assert launcher.plan(layout, 4, cores, be).variant == "cols"
+        assert launcher.plan(last, 4, cores, be).variant != "cols"
+        # The backward follows y (and dx): rows of a transposed input's output are contiguous.
+        assert launcher.plan(transposed, 4, cores, be, streams=2).variant != "cols"
+    ascend = AscendBackend("Ascend910B3")
+    assert launcher.plan(contiguous, 4, 40, ascend).variant != "cols"
+    with pytest.raises(ValueError, match="not available"):
+        launcher.plan(contiguous, 4, 40, ascend, "cols")
+
+
+@pytest.mark.parametrize("n_rows,n_cols,n_inner", [(4096 * 64, 4096, 64), (2**20, 19, 2**18),
+                                                    (8, 131072, 8), (3, 100000, 3)])
+def test_column_plans_cover_each_group(n_rows: int, n_cols: int, n_inner: int) -> None:
+    """H100-sized plans: every tile holds the target's fewest rows or all of them, a split
+    group's ranges cover its rows, and the work items fit the grid limit."""
+    be = CudaBackend()
+    layout = RowLayout(n_rows, n_cols, n_inner, (n_cols * n_inner, 1, n_inner),
+                       (n_cols * n_inner, 1, n_inner))
+    p = launcher.plan(layout, 2, 132, be)
+    assert p.variant == "cols"
+    assert p.block_m >= min(n_inner, be.column_lanes(2)) and p.block_m & (p.block_m - 1) == 0
+    assert p.block_n * p.block_m <= max(be.column_tile_elems(2), be.column_chunk_elems(2))
+    if p.n_splits > 1:
+        assert p.split_cols(n_cols) * p.n_splits >= n_cols > p.block_n
