@@ -42,6 +42,23 @@ def _n_groups(n_rows, n_inner, BLOCK_I: tl.constexpr):
 
 
 @triton.jit
+def _split_item(item, split_cols, n_cols, n_inner, N_SPLITS: tl.constexpr,
+                BLOCK_I: tl.constexpr):
+    """Work item ``g * N_SPLITS + s`` of split groups: columns ``[lo, hi)`` of group ``g``,
+    returned as ``(g, lo, hi, outer, inner, imask)`` (``_group``)."""
+    g, lo, hi = _split_range(item, split_cols, n_cols, N_SPLITS)
+    outer, inner, imask = _group(g, n_inner, BLOCK_I)
+    return g, lo, hi, outer, inner, imask
+
+
+@triton.jit
+def _group_parts(part_ptr, g, N_SPLITS: tl.constexpr, BLOCK_I: tl.constexpr):
+    # The [N_SPLITS, BLOCK_I] partial results of group g's rows, one row per split.
+    return (part_ptr + (g * N_SPLITS + tl.arange(0, N_SPLITS)[:, None]) * BLOCK_I
+            + tl.arange(0, BLOCK_I)[None, :])
+
+
+@triton.jit
 def _cols_stats(x_lanes, imask, x_col_stride, c, lo, hi, scale, BLOCK_C: tl.constexpr,
                 BLOCK_I: tl.constexpr, ACC_TY: tl.constexpr, EVICT: tl.constexpr):
     """Per row of a group (``x_lanes``: its rows' starts), the max ``m`` and
@@ -124,8 +141,8 @@ def softmax_cols_split_stats_kernel(
     n_items = _n_groups(n_rows, n_inner, BLOCK_I) * N_SPLITS
     for i in tl.range(tl.program_id(0), n_items, tl.num_programs(0)):
         item = _widen(i, INDEX_64)
-        g, lo, hi = _split_range(item, split_cols, n_cols, N_SPLITS)
-        outer, inner, imask = _group(g, n_inner, BLOCK_I)
+        g, lo, hi, outer, inner, imask = _split_item(item, split_cols, n_cols, n_inner, N_SPLITS,
+                                                     BLOCK_I)
         m, d = _cols_stats(x_ptr + outer * x_outer_stride + inner * x_inner_stride, imask,
                            x_col_stride, c, lo, hi, scale, BLOCK_C, BLOCK_I, ACC_TY, EVICT)
         tl.store(part_ptr + item * BLOCK_I + lanes, m)
@@ -151,14 +168,13 @@ def softmax_cols_split_norm_kernel(
     for i in tl.range(tl.program_id(0), n_items, tl.num_programs(0)):
         # Items in the reverse order of pass 1, whose last items are the likeliest in cache.
         item = n_items - 1 - _widen(i, INDEX_64)
-        g, lo, hi = _split_range(item, split_cols, n_cols, N_SPLITS)
-        parts = (part_ptr + (g * N_SPLITS + tl.arange(0, N_SPLITS)[:, None]) * BLOCK_I
-                 + tl.arange(0, BLOCK_I)[None, :])
+        g, lo, hi, outer, inner, imask = _split_item(item, split_cols, n_cols, n_inner, N_SPLITS,
+                                                     BLOCK_I)
+        parts = _group_parts(part_ptr, g, N_SPLITS, BLOCK_I)
         m_parts = tl.load(parts)
         d_parts = tl.load(parts + n_items * BLOCK_I)
         shift = _safe_shift(tl.max(m_parts, axis=0))[None, :]
         d = tl.sum(d_parts * tl.exp(m_parts - shift), axis=0)
-        outer, inner, imask = _group(g, n_inner, BLOCK_I)
         _cols_normalize(x_ptr + outer * x_outer_stride + inner * x_inner_stride,
                         y_ptr + outer * y_outer_stride + inner * y_inner_stride, imask,
                         x_col_stride, y_col_stride, c, lo, hi, shift, _norm(d, LOG)[None, :],
@@ -248,8 +264,8 @@ def softmax_bwd_cols_split_dot_kernel(
     n_items = _n_groups(n_rows, n_inner, BLOCK_I) * N_SPLITS
     for i in tl.range(tl.program_id(0), n_items, tl.num_programs(0)):
         item = _widen(i, INDEX_64)
-        g, lo, hi = _split_range(item, split_cols, n_cols, N_SPLITS)
-        outer, inner, imask = _group(g, n_inner, BLOCK_I)
+        g, lo, hi, outer, inner, imask = _split_item(item, split_cols, n_cols, n_inner, N_SPLITS,
+                                                     BLOCK_I)
         dot = _cols_dot(y_ptr + outer * y_outer_stride + inner * y_inner_stride,
                         dy_ptr + outer * dy_outer_stride + inner * dy_inner_stride, imask,
                         y_col_stride, dy_col_stride, c, lo, hi, BLOCK_C, BLOCK_I, ACC_TY, LOG,
@@ -275,11 +291,9 @@ def softmax_bwd_cols_split_grad_kernel(
     n_items = _n_groups(n_rows, n_inner, BLOCK_I) * N_SPLITS
     for i in tl.range(tl.program_id(0), n_items, tl.num_programs(0)):
         item = _widen(i, INDEX_64)
-        g, lo, hi = _split_range(item, split_cols, n_cols, N_SPLITS)
-        parts = (dot_ptr + (g * N_SPLITS + tl.arange(0, N_SPLITS)[:, None]) * BLOCK_I
-                 + tl.arange(0, BLOCK_I)[None, :])
-        dot = tl.sum(tl.load(parts), axis=0)[None, :]
-        outer, inner, imask = _group(g, n_inner, BLOCK_I)
+        g, lo, hi, outer, inner, imask = _split_item(item, split_cols, n_cols, n_inner, N_SPLITS,
+                                                     BLOCK_I)
+        dot = tl.sum(tl.load(_group_parts(dot_ptr, g, N_SPLITS, BLOCK_I)), axis=0)[None, :]
         y_start = outer * y_outer_stride + inner * y_inner_stride
         _cols_grad(dx_ptr + y_start, y_ptr + y_start,
                    dy_ptr + outer * dy_outer_stride + inner * dy_inner_stride, imask,
