@@ -50,6 +50,9 @@ Variants (the launcher picks one, see ``launcher.plan``):
   and one write to normalise.
 * ``softmax_split_stats_kernel`` + ``softmax_split_norm_kernel``: each row cut into ``n_splits``
   column ranges worked on by different programs, so a few very long rows still fill the chip.
+
+The ``cols`` variant's kernels, for rows interleaved in memory (a softmax over a dim that is not
+the last), are in ``kernels_cols``.
 """
 
 import triton

@@ -192,13 +192,19 @@ def column_plan(n_rows: int, n_cols: int, n_inner: int, max_offset: int, itemsiz
     block_n = min(full, max(1, tile // block_m))
     n_splits = 1
     if block_n < n_cols:
-        groups = n_rows // n_inner * triton.cdiv(n_inner, block_m)
+        groups = column_groups(n_rows, n_inner, block_m)
         wanted = min(triton.cdiv(be.split_items_per_core * n_cores, groups), MAX_SPLITS,
                      triton.cdiv(n_cols, block_n))
         n_splits = triton.next_power_of_2(wanted) if wanted > 1 else 1
     # The split form's scratch holds 2 partial results per row (and padding row) and split.
     reach = max(max_offset, 2 * (n_rows + n_rows // n_inner * block_m) * n_splits)
     return Plan("cols", block_m, block_n, 0, n_splits, index_64=reach >= 2**31)
+
+
+def column_groups(n_rows: int, n_inner: int, block_m: int) -> int:
+    """Groups of ``block_m`` neighbouring rows of a ``cols`` plan (as ``kernels_cols`` counts
+    them): every outer index's ``n_inner`` rows, in groups, the last one partial."""
+    return n_rows // n_inner * triton.cdiv(n_inner, block_m)
 
 
 kernels: dict[tuple, int] = {}
@@ -337,7 +343,6 @@ def prepare_softmax(x_dtype: torch.dtype, y_dtype: torch.dtype, device: torch.de
     device_index = device.index or 0
     p = plan(layout, itemsize, core_count(device_index), be, variant)
     options = be.options(p, itemsize)
-    first, second = be.reread_eviction
     if p.variant == "cols":
         key = (p, x_dtype, y_dtype, log, be.name, device.type, device_index,
                *sorted(options.items()))
@@ -354,6 +359,7 @@ def prepare_softmax(x_dtype: torch.dtype, y_dtype: torch.dtype, device: torch.de
     flags = {"BLOCK_N": p.block_n, "INDEX_64": p.index_64, "LOG": log,
              "STORE_CACHE": be.output_cache, "ALIGN": align}
     # The looped variants read a row twice: the target's L2 policies for the two reads.
+    first, second = be.reread_eviction
     every_row = (*rows, *layout.x_strides, *layout.y_strides, scale)
     if p.variant == "tile" and p.block_m == 1:
         steps = (_Step(K.softmax_row_kernel, key, layout.n_rows, (1, 0), every_row,
@@ -394,7 +400,7 @@ def _column_forward(p: Plan, key: tuple, device: torch.device, layout: RowLayout
                     options: dict[str, Any]) -> Launch:
     # prepare_softmax's launch of a ``cols`` plan on ``layout`` (its ``columns()`` form).
     first, second = be.reread_eviction
-    groups = layout.n_rows // layout.n_inner * triton.cdiv(layout.n_inner, p.block_m)
+    groups = column_groups(layout.n_rows, layout.n_inner, p.block_m)
     rows = (layout.n_rows, layout.n_cols, layout.n_inner)
     tile = {"BLOCK_I": p.block_m, "BLOCK_C": p.block_n, "INDEX_64": p.index_64}
     if p.n_splits == 1:
@@ -431,9 +437,11 @@ def launch_softmax_backward(dy: torch.Tensor, y: torch.Tensor, dx: torch.Tensor,
     device_index = dy.device.index or 0
     p = plan(layout, itemsize, core_count(device_index), be, variant, streams=2)
     options = be.options(p, itemsize)
-    align = 1 if p.variant == "cols" else be.row_align(layout, itemsize)
     if p.variant == "cols":
-        layout = layout.columns()
+        # The column kernels take the rows' columns() form and no ALIGN.
+        layout, align = layout.columns(), 1
+    else:
+        align = be.row_align(layout, itemsize)
     key = (p, dy.dtype, y.dtype, dx.dtype, log, be.name, dy.device.type, device_index,
            "backward", align, *sorted(options.items()))
     rows = (layout.n_rows, layout.n_cols, layout.n_inner, *layout.x_strides, *layout.y_strides)
@@ -455,7 +463,7 @@ def launch_softmax_backward(dy: torch.Tensor, y: torch.Tensor, dx: torch.Tensor,
                        (*rows, scale), {**writes, "FIRST_EVICT": first, "SECOND_EVICT": second},
                        options),)
     elif p.variant == "cols":
-        groups = layout.n_rows // layout.n_inner * triton.cdiv(layout.n_inner, p.block_m)
+        groups = column_groups(layout.n_rows, layout.n_inner, p.block_m)
         tile = {"BLOCK_I": p.block_m, "BLOCK_C": p.block_n, "INDEX_64": p.index_64, "LOG": log}
         if p.n_splits == 1:
             steps = (_Step(KC.softmax_bwd_cols_kernel, key, groups, (2, 1, 0), (*rows, scale),

@@ -170,18 +170,19 @@ class Backend:
         """Elements of a tile of several short rows (at most ``tile_elems``)."""
         return self.tile_elems(itemsize)
 
+    # The sizes of ``cols`` plans, on targets with ``column_tiles`` (the others never plan one).
     def column_lanes(self, itemsize: int) -> int:
         """Fewest neighbouring rows a ``cols`` group holds (where there are as many): the
         contiguous run each column of its tile loads."""
-        return max(1, 64 // itemsize)
+        raise NotImplementedError
 
     def column_tile_elems(self, itemsize: int) -> int:
         """Elements of a ``cols`` tile that holds its rows whole."""
-        return self.rows_tile_elems(itemsize)
+        raise NotImplementedError
 
     def column_chunk_elems(self, itemsize: int) -> int:
         """Elements of a ``cols`` chunk, for rows too long for ``column_tile_elems``."""
-        return self.column_tile_elems(itemsize)
+        raise NotImplementedError
 
     def tail_block(self, n_cols: int, itemsize: int) -> int:
         """Columns of the tail block for a row of ``n_cols`` elements that fits the tile, 0 for
