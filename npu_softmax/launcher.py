@@ -114,8 +114,8 @@ def plan(layout: RowLayout, itemsize: int, n_cores: int, be: Backend,
       (but ``online`` for rows the target runs faster so, ``Backend.online_from``);
     * longer rows, fewer rows than cores: ``split`` (each row shared by several programs);
     * longer rows otherwise: ``online`` (one row per iteration, looped);
-    * interleaved rows (``RowLayout.interleaved``: a softmax over a dim that is not the last),
-      where the target takes them: ``cols`` (groups of neighbouring rows as 2-d tiles, see
+    * interleaved rows (``RowLayout.interleaved``: a softmax over a dim that is not the last):
+      ``cols`` (groups of neighbouring rows as 2-d tiles, see
       ``column_plan``).
 
     ``variant`` forces a variant (tests use it to run each one on small shapes). ``streams`` is
@@ -132,9 +132,7 @@ def plan(layout: RowLayout, itemsize: int, n_cores: int, be: Backend,
 def _plan(n_rows: int, n_cols: int, max_offset: int, itemsize: int, n_cores: int, be: Backend,
           variant: str | None, streams: int, n_inner: int, interleaved: bool) -> Plan:
     # plan() on plain numbers, cached: a call with a shape seen before costs a dict lookup.
-    if variant == "cols" and not be.column_tiles:
-        raise ValueError(f"variant 'cols' is not available on this target ({be.name})")
-    if variant == "cols" or variant is None and interleaved and be.column_tiles:
+    if variant == "cols" or variant is None and interleaved:
         return column_plan(n_rows, n_cols, n_inner, max_offset, itemsize, n_cores, be)
     full_block = triton.next_power_of_2(n_cols)
     fits = full_block * streams <= be.tile_elems(itemsize)
@@ -178,23 +176,25 @@ def column_plan(n_rows: int, n_cols: int, n_inner: int, max_offset: int, itemsiz
     whole rows in a tile of ``column_tile_elems`` where they fit, with as many more rows as the
     tile leaves room for; longer rows go in ``column_chunk_elems`` chunks, and where the groups
     are too few to give every core ``split_items_per_core`` work items, each group's rows are
-    split between programs as the split variant splits a row. The sizes count elements of each
-    tensor read, for the backward's two as for the forward's one: the target sizes its programs
-    for what they read (``options``).
+    split between programs as the split variant splits a row, into no more ranges than a chunk
+    holds groups (the split kernels combine a group's partial results as one
+    ``[n_splits, block_m]`` tile: on Ascend, 128 ranges of 128-row groups did not fit the UB).
+    The sizes count elements of each tensor read, for the backward's two as for the forward's
+    one: the target sizes its programs for what they read (``options``).
     """
     full = triton.next_power_of_2(n_cols)
     inner = triton.next_power_of_2(n_inner)
     lanes = min(inner, be.column_lanes(itemsize))
-    tile = be.column_tile_elems(itemsize)
+    tile = be.column_tile_elems(itemsize, lanes)
     if full * lanes > tile:
-        tile = be.column_chunk_elems(itemsize)
+        tile = be.column_chunk_elems(itemsize, lanes)
     block_m = min(inner, max(lanes, tile // full))
     block_n = min(full, max(1, tile // block_m))
     n_splits = 1
     if block_n < n_cols:
         groups = column_groups(n_rows, n_inner, block_m)
         wanted = min(triton.cdiv(be.split_items_per_core * n_cores, groups), MAX_SPLITS,
-                     triton.cdiv(n_cols, block_n))
+                     triton.cdiv(n_cols, block_n), max(1, tile // block_m))
         n_splits = triton.next_power_of_2(wanted) if wanted > 1 else 1
     # The split form's scratch holds 2 partial results per row (and padding row) and split.
     reach = max(max_offset, 2 * (n_rows + n_rows // n_inner * block_m) * n_splits)
@@ -519,7 +519,9 @@ def _needs_guard(device_type: str) -> bool:
 def reachable_plans(be: Backend, itemsize: int, n_cores: int, col_stride: int = 1) -> list[Plan]:
     """Every distinct ``Plan`` that ``plan()`` can choose on ``be`` for ``itemsize``-byte elements
     on a device of ``n_cores`` cores, for rows whose elements lie ``col_stride`` apart (1: softmax
-    over the last dim; more: over an inner dim), sorted; for ahead-of-time compile checks.
+    over the last dim of a contiguous tensor; more: of a strided view, rows not interleaved),
+    sorted; for ahead-of-time compile checks (``reachable_column_plans`` lists interleaved
+    rows' plans).
 
     ``plan()`` itself is run over a sweep of (n_rows, n_cols) shapes that reaches each
     of its branches: row lengths at and just past every power of two (every ``block_n``; past
@@ -545,11 +547,43 @@ def reachable_plans(be: Backend, itemsize: int, n_cores: int, col_stride: int = 
     found = set()
     for n_cols in col_counts:
         for n_rows in sorted(row_counts):
-            # Rows of a contiguous (n_rows // col_stride, n_cols, col_stride) tensor.
-            strides = (n_cols * col_stride, 1, col_stride) if col_stride > 1 else (n_cols, 0, 1)
-            inner = min(col_stride, n_rows)
-            layout = RowLayout(n_rows, n_cols, inner, strides, strides)
+            # Rows of x[..., 0] for a contiguous (n_rows, n_cols, col_stride) tensor x.
+            strides = (n_cols * col_stride, 0, col_stride)
+            layout = RowLayout(n_rows, n_cols, 1, strides, strides)
             p = plan(layout, itemsize, n_cores, be)
             for wide in (False, True):
                 found.add(dataclasses.replace(p, index_64=wide))
     return sorted(found, key=lambda p: (p.variant, p.block_n, p.block_m, p.n_splits, p.index_64))
+
+
+def reachable_column_plans(be: Backend, itemsize: int, n_cores: int,
+                           transposed: bool = False) -> list[Plan]:
+    """Every distinct ``cols`` plan that ``plan()`` can choose on ``be`` for interleaved rows
+    (``reachable_plans``' counterpart): a softmax over the middle dim of a contiguous
+    ``(n_outer, n_cols, n_inner)`` tensor, or with ``transposed`` over the last dim of a
+    transposed matrix, whose contiguous output has rows laid out otherwise.
+
+    Groups of every power-of-two width (``block_m`` is one) from 2 to twice the largest tile
+    (wider groups give the same plans), counts of groups from 1 to past the work items the
+    split form aims for (every ``n_splits``), and row lengths at and just past every power of
+    two (every ``block_n``, and each split count a group's chunks allow).
+    """
+    lanes = be.column_lanes(itemsize)
+    widest = max(be.column_tile_elems(itemsize, lanes), be.column_chunk_elems(itemsize, lanes))
+    max_cols = be.split_items_per_core * n_cores * widest
+    col_counts = sorted({c for k in range(max_cols.bit_length()) for c in (1 << k, (1 << k) + 1)
+                         if c > 1})
+    found = set()
+    for width in (1 << k for k in range(1, widest.bit_length() + 1)):
+        for groups in range(1, be.split_items_per_core * n_cores + 2):
+            n_rows = width * groups
+            for n_cols in col_counts:
+                if transposed:
+                    layout = RowLayout(n_rows, n_cols, 1, (1, 0, n_rows), (n_cols, 0, 1))
+                else:
+                    strides = (n_cols * width, 1, width)
+                    layout = RowLayout(n_rows, n_cols, width, strides, strides)
+                p = plan(layout, itemsize, n_cores, be)
+                for wide in (False, True):
+                    found.add(dataclasses.replace(p, index_64=wide))
+    return sorted(found, key=lambda p: (p.block_n, p.block_m, p.n_splits, p.index_64))

@@ -26,6 +26,7 @@ from typing import Any
 import torch
 import triton
 
+from npu_softmax import launcher
 from npu_softmax.layout import row_layout
 
 TORCH_DTYPE = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}
@@ -41,8 +42,8 @@ TORCH_FACTOR = 4
 SUM_SIGMAS = 4
 #: Programs of the persistent grid (each program loops over several work items).
 PROGRAMS = 3
-#: Length of the dims after the normalised one in the "inner" layout.
-INNER = 16
+#: Distance between the elements of a row in the "strided" layout.
+COL_STRIDE = 2
 
 
 class Toolchain:
@@ -101,51 +102,90 @@ def _memref(t: torch.Tensor) -> list[Any]:
     return [p, p, ctypes.c_int64(0), ctypes.c_int64(t.numel()), ctypes.c_int64(1)]
 
 
-def example(plan: Any, dtype_name: str, layout: str) -> tuple[torch.Tensor, int]:
-    """An input for ``plan`` and the dim to normalise: ``layout`` "last" is the last dim of a
-    contiguous 2-d tensor, "inner" the middle dim of a contiguous ``(n, n_cols, INNER)`` one
-    (rows interleaved), "view" the last dim of a sliced 3-d view (rows not evenly spaced).
+def inputs(plan: Any, dtype_name: str, layout: str) -> list[tuple[torch.Tensor, int]]:
+    """Inputs for ``plan`` and the dim to normalise, the first the one its kernels are
+    specialised for (the others share that specialisation). ``layout``:
+
+    * "last": the last dim of a contiguous 2-d tensor;
+    * "strided": the last dim of ``x[..., 0]`` for a contiguous ``(n, n_cols, COL_STRIDE)`` x
+      (row elements apart, rows not interleaved);
+    * "view": the last dim of a sliced 3-d view (rows not evenly spaced);
+    * "inner" (``cols`` plans): the middle dim of a contiguous ``(2, n_cols, n_inner)`` tensor,
+      ``n_inner`` filling the plan's groups one and a half times (rows interleaved);
+    * "transposed" (``cols`` plans): the last dim of a transposed contiguous matrix of as many
+      rows (interleaved in the input, contiguous in the output).
+
     Rows are a multiple of 16 elements long where the plan allows, as the power-of-two sizes of
     most models are, yet shorter than the block or not a whole number of chunks, and the row
-    count leaves the last row block partly filled."""
+    count leaves the last row block partly filled. A ``cols`` plan of one range per group
+    holds its rows whole or loops over them by their length: it gets one input of each."""
     bm, bn, splits = plan.block_m, plan.block_n, plan.n_splits
+    whole, longer = bn - 16 if bn >= 32 else bn, 2 * bn + bn // 2 + 16
     if plan.variant == "tile":
-        n_rows, n_cols = 2 * bm + 1, bn - 16 if bn >= 32 else bn
+        n_rows, col_counts = 2 * bm + 1, [whole]
     elif plan.variant == "online":
-        n_rows, n_cols = 3, 2 * bn + bn // 2 + 16
+        n_rows, col_counts = 3, [longer]
+    elif splits > 1:
+        n_rows, col_counts = 2, [splits * bn - bn // 2 + 16]
     else:
-        n_rows, n_cols = 2, splits * bn - bn // 2 + 16
+        n_rows, col_counts = 2, [whole, longer]
+    n_inner = 3 * bm // 2 if bm >= 32 else max(2, bm - 1)
     dtype = TORCH_DTYPE[dtype_name]
-    if layout == "view":  # rows 4 of every 5 along dim 1: the outer dims do not fold into one
-        base = torch.randn(triton.cdiv(n_rows, 4), 5, n_cols) * 4
-        return base.to(dtype)[:, :4, :], -1
-    shape = (n_rows, n_cols) if layout == "last" else (triton.cdiv(n_rows, INNER), n_cols, INNER)
-    return (torch.randn(shape) * 4).to(dtype), (1 if layout == "inner" else -1)
+    out = []
+    for n_cols in col_counts:
+        if layout == "view":  # rows 4 of every 5 along dim 1: the outer dims do not fold
+            base = torch.randn(triton.cdiv(n_rows, 4), 5, n_cols) * 4
+            out.append((base.to(dtype)[:, :4, :], -1))
+        elif layout == "strided":
+            out.append(((torch.randn(n_rows, n_cols, COL_STRIDE) * 4).to(dtype)[..., 0], -1))
+        elif layout == "inner":
+            out.append(((torch.randn(n_rows, n_cols, n_inner) * 4).to(dtype), 1))
+        elif layout == "transposed":
+            out.append(((torch.randn(n_cols, n_rows * n_inner) * 4).to(dtype).t(), -1))
+        else:
+            out.append(((torch.randn(n_rows, n_cols) * 4).to(dtype), -1))
+    return out
+
+
+def example(plan: Any, dtype_name: str, layout: str) -> tuple[torch.Tensor, int]:
+    """The input ``plan``'s kernels are specialised for (the first of ``inputs``)."""
+    return inputs(plan, dtype_name, layout)[0]
 
 
 def launch_values(plan: Any, x: torch.Tensor, y: torch.Tensor, dim: int) -> dict[str, Any]:
     """The arguments ``launcher.launch_softmax`` passes the kernels of ``plan`` for softmax over
     ``dim`` of ``x`` into ``y``, by parameter name (the row layout from the package's own
-    ``row_layout``)."""
+    ``row_layout``, in its ``columns()`` form for the ``cols`` variant); and the backward's
+    kernels', for ``dy`` laid out as ``x`` and ``dx`` as ``y``."""
     rows = row_layout(x.shape, dim % x.dim(), x.stride(), y.stride())
+    if plan.variant == "cols":
+        rows = rows.columns()
     splits = plan.n_splits
+    # Room for the split kernels' partial results: 2 per row (and padding row of a group).
+    parts = 2 * (rows.n_rows + rows.n_rows // rows.n_inner * plan.block_m) * splits
     return {"y_ptr": y, "x_ptr": x, "n_rows": rows.n_rows, "n_cols": rows.n_cols,
-            "n_inner": rows.n_inner,
+            "n_inner": rows.n_inner, "dx_ptr": y, "dy_ptr": x, "dot_ptr": torch.empty(parts),
             **dict(zip(("x_outer_stride", "x_inner_stride", "x_col_stride"), rows.x_strides)),
+            **dict(zip(("dy_outer_stride", "dy_inner_stride", "dy_col_stride"), rows.x_strides)),
             **dict(zip(("y_outer_stride", "y_inner_stride", "y_col_stride"), rows.y_strides)),
-            "part_ptr": torch.empty(2 * rows.n_rows * splits),
+            "part_ptr": torch.empty(parts),
             "split_cols": plan.split_cols(rows.n_cols),
             "BLOCK_M": plan.block_m, "BLOCK_N": plan.block_n, "TAIL_N": plan.tail_n,
+            "BLOCK_I": plan.block_m, "BLOCK_C": plan.block_n,
             "LAST_N": plan.last_n or plan.block_n, "INDEX_64": plan.index_64,
             "N_SPLITS": splits, "scale": 1.0, "LOG": False, "PDL": False,
             "FIRST_EVICT": "", "SECOND_EVICT": "", "EVICT": "",
             "STORE_CACHE": "", "VEC": 1, "STAT_LANES": 0, "ALIGN": 1}
 
 
-def work_items(plan: Any, n_rows: int) -> int:
-    """Work items of the kernels of ``plan`` (the persistent loop's trip count, all programs)."""
+def work_items(plan: Any, values: dict[str, Any]) -> int:
+    """Work items of the kernels of ``plan`` (the persistent loop's trip count, all programs)
+    given its ``launch_values``."""
+    n_rows = values["n_rows"]
     if plan.variant == "tile":
         return triton.cdiv(n_rows, plan.block_m)
+    if plan.variant == "cols":
+        return launcher.column_groups(n_rows, values["n_inner"], plan.block_m) * plan.n_splits
     return n_rows * plan.n_splits
 
 
@@ -163,31 +203,36 @@ def _call(fn: Any, arg_names: list[str], values: dict[str, Any], n_items: int) -
 
 def check_plan(plan: Any, dtype_name: str, layout: str,
                kernels: list[tuple[str, list[str], str]], tc: Toolchain,
-               stage_globals: dict) -> float:
+               stage_globals: dict) -> list[float]:
     """Run the kernels of ``plan`` (``(name, runtime argument names, ttadapter)`` each, in
-    launch order), compiled for ``example(plan, dtype_name, layout)``, on that input; return
-    max |y - softmax(x)| against torch in float64."""
-    torch.manual_seed(0)  # the input allowed_error sees too
-    x, dim = example(plan, dtype_name, layout)
-    y = torch.full(x.shape, float("nan"), dtype=x.dtype)  # contiguous, as the API allocates
-    values = launch_values(plan, x, y, dim)
-    items = work_items(plan, values["n_rows"])
+    launch order), compiled for ``example(plan, dtype_name, layout)``, on each of ``inputs``;
+    return max |y - softmax(x)| of each against torch in float64."""
+    torch.manual_seed(0)  # the inputs allowed_errors sees too
+    cases = inputs(plan, dtype_name, layout)
     tc.load_runtime()
+    errors = []
     with tempfile.TemporaryDirectory() as tmp:
-        for name, arg_names, adapter in kernels:
-            fn = build(adapter, name, tc, stage_globals, Path(tmp))
-            _call(fn, arg_names, values, items)
-    ref = torch.softmax(x.double(), dim)
-    return (y.double() - ref).abs().max().item()
+        fns = [(build(adapter, name, tc, stage_globals, Path(tmp)), arg_names)
+               for name, arg_names, adapter in kernels]
+        for x, dim in cases:
+            y = torch.full(x.shape, float("nan"), dtype=x.dtype)  # contiguous, as the API's
+            values = launch_values(plan, x, y, dim)
+            for fn, arg_names in fns:
+                _call(fn, arg_names, values, work_items(plan, values))
+            ref = torch.softmax(x.double(), dim)
+            errors.append((y.double() - ref).abs().max().item())
+    return errors
 
 
-def allowed_error(plan: Any, dtype_name: str, layout: str) -> float:
-    """Largest error ``check_plan`` may return: the largest of ``TOLERANCE``, ``TORCH_FACTOR``
-    times the error of ``torch.softmax`` itself on the same input and dtype, and the spread of a
-    sequential float32 sum over the row (``SUM_SIGMAS``)."""
+def allowed_errors(plan: Any, dtype_name: str, layout: str) -> list[float]:
+    """Largest error ``check_plan`` may return for each input: the largest of ``TOLERANCE``,
+    ``TORCH_FACTOR`` times the error of ``torch.softmax`` itself on the same input and dtype, and
+    the spread of a sequential float32 sum over the row (``SUM_SIGMAS``)."""
     torch.manual_seed(0)
-    x, dim = example(plan, dtype_name, layout)
-    ref = torch.softmax(x.double(), dim)
-    own = (torch.softmax(x, dim).double() - ref).abs().max().item()
-    sequential = SUM_SIGMAS * math.sqrt(x.shape[dim]) * 2.0**-24
-    return max(TOLERANCE[dtype_name], TORCH_FACTOR * own, sequential)
+    out = []
+    for x, dim in inputs(plan, dtype_name, layout):
+        ref = torch.softmax(x.double(), dim)
+        own = (torch.softmax(x, dim).double() - ref).abs().max().item()
+        sequential = SUM_SIGMAS * math.sqrt(x.shape[dim]) * 2.0**-24
+        out.append(max(TOLERANCE[dtype_name], TORCH_FACTOR * own, sequential))
+    return out

@@ -1,9 +1,11 @@
 #!/usr/bin/env python3
 """Compile every Ascend kernel the launcher can choose, as far as a machine without CANN can.
 
-For each target (A2: Ascend910B3, A5: Ascend910_9599), dtype (fp32, fp16, bf16) and plan that
-``npu_softmax.launcher.reachable_plans`` lists for the NPU backend, each kernel of the plan goes
-through triton-ascend's own pipeline with ``triton.compile``:
+For each target (A2: Ascend910B3, A5: Ascend910_9599), dtype (fp32, fp16, bf16), input layout
+(``ascend_cpu.inputs``) and plan that ``npu_softmax.launcher.reachable_plans`` (or, for
+interleaved rows, ``reachable_column_plans``) lists for the NPU backend, each kernel of the plan
+goes through triton-ascend's own pipeline with ``triton.compile`` (for ``--sampled-dtypes``, the
+smallest and largest plan of each kernel only):
 
 1. ``ttir``      Triton IR (triton-ascend's frontend and TTIR passes);
 2. ``ttadapter`` linalg/HIVM input (triton-ascend's ``triton-adapter-opt``);
@@ -34,6 +36,7 @@ from __future__ import annotations
 import argparse
 import concurrent.futures
 import dataclasses
+import functools
 import hashlib
 import os
 import pickle
@@ -51,6 +54,8 @@ import triton.language as tl
 
 from npu_softmax import _compat, launcher
 from npu_softmax import kernels as K
+from npu_softmax import kernels_backward as KB
+from npu_softmax import kernels_cols as KC
 from npu_softmax.backends import AscendBackend
 from npu_softmax.backends.ascend import ub_bytes
 from npu_softmax.layout import row_layout
@@ -90,7 +95,7 @@ class Row:
 
     target: str
     dtype: str
-    layout: str  # "last" or "inner": the input the kernel was specialised for
+    layout: str  # the input the kernel was specialised for (ascend_cpu.inputs)
     kernel: str
     plan: launcher.Plan
     stage: str = "-"
@@ -109,13 +114,34 @@ class Row:
                 and self.ub_used <= self.ub_budget)
 
 
-def kernels_of(p: launcher.Plan) -> list[Any]:
-    """The Triton kernels ``launch_softmax`` runs for a plan."""
+def kernels_of(p: launcher.Plan, backward: bool = False) -> list[Any]:
+    """The Triton kernels ``launch_softmax`` (``launch_softmax_backward`` with ``backward``)
+    runs for a plan."""
+    if p.variant == "cols":
+        if p.n_splits == 1:
+            return [KC.softmax_bwd_cols_kernel if backward else KC.softmax_cols_kernel]
+        if backward:
+            return [KC.softmax_bwd_cols_split_dot_kernel, KC.softmax_bwd_cols_split_grad_kernel]
+        return [KC.softmax_cols_split_stats_kernel, KC.softmax_cols_split_norm_kernel]
+    if backward:
+        if p.variant == "tile":
+            return [KB.softmax_bwd_tile_kernel if p.block_m > 1 else KB.softmax_bwd_row_kernel]
+        if p.variant == "online":
+            return [KB.softmax_bwd_online_kernel]
+        return [KB.softmax_bwd_split_dot_kernel, KB.softmax_bwd_split_grad_kernel]
     if p.variant == "tile":
         return [K.softmax_tile_kernel if p.block_m > 1 else K.softmax_row_kernel]
     if p.variant == "online":
         return [K.softmax_online_kernel]
     return [K.softmax_split_stats_kernel, K.softmax_split_norm_kernel]
+
+
+def _kernel(name: str) -> Any:
+    # A kernel of kernels.py, kernels_backward.py or kernels_cols.py by name.
+    for module in (K, KB, KC):
+        if isinstance(getattr(module, name, None), triton.runtime.JITFunction):
+            return getattr(module, name)
+    raise KeyError(name)
 
 
 def specialise(fn: Any, p: launcher.Plan, dtype_name: str, arch: str,
@@ -202,8 +228,8 @@ def _inputs_digest() -> str:
     import importlib.metadata
 
     pkg = Path(K.__file__).parent
-    files = [pkg / n for n in ("kernels.py", "layout.py", "_compat.py", "backends/base.py",
-                               "backends/ascend.py")]
+    files = [pkg / n for n in ("kernels.py", "kernels_cols.py", "kernels_backward.py", "layout.py",
+                               "_compat.py", "backends/base.py", "backends/ascend.py")]
     files += [Path(__file__), Path(ascend_cpu.__file__)]
     h = hashlib.sha256()
     for f in files:
@@ -256,11 +282,12 @@ def compile_plan(t: Target, dtype_name: str, p: launcher.Plan, layout: str, cach
             for r in rows:
                 r.error = f"CPU run: {_first_error(str(getattr(e, 'stderr', '') or e))}"
             return rows
-        allowed = ascend_cpu.allowed_error(p, dtype_name, layout)
+        allowed = ascend_cpu.allowed_errors(p, dtype_name, layout)
         for r in rows:
-            r.cpu_error = err
-            if not err <= allowed:
-                r.error = f"CPU run differs from torch by {err:.3g} (allowed {allowed:.3g})"
+            r.cpu_error = max(err)
+            for e, a in zip(err, allowed):
+                if not e <= a:
+                    r.error = f"CPU run differs from torch by {e:.3g} (allowed {a:.3g})"
     return rows
 
 
@@ -278,10 +305,14 @@ def compile_one(t: Target, dtype_name: str, p: launcher.Plan, layout: str, fn_na
     y_strides = torch.empty(x.shape).stride()
     be = AscendBackend(t.arch).for_layout(row_layout(x.shape, dim % x.dim(), x.stride(),
                                                      y_strides), x.element_size())
-    fn = getattr(K, fn_name)
+    fn = _kernel(fn_name)
+    # A cols tile [BLOCK_C, BLOCK_I] is BLOCK_C rows of BLOCK_I contiguous elements; the
+    # backward's kernels hold two tensors' tiles.
+    tile_rows, tile_cols = (p.block_n, p.block_m) if p.variant == "cols" else (p.block_m, p.block_n)
+    streams = 2 if fn_name.startswith("softmax_bwd_") else 1
     row = Row(t.name, dtype_name, layout, fn_name.removeprefix("softmax_").removesuffix("_kernel"),
-              p,
-              ub_model=be.tile_ub_bytes(p.block_m, p.block_n), ub_budget=ub_bytes(t.arch))
+              p, ub_model=be.tile_ub_bytes(tile_rows, tile_cols) * streams,
+              ub_budget=ub_bytes(t.arch))
     options = {**be.options(p, x.element_size()), **dict(t.options)}
     row.multibuffer = bool(options.get("multibuffer"))
     os.environ["NPU_SOFTMAX_ARCH"] = t.arch
@@ -384,29 +415,38 @@ def _size(p: launcher.Plan) -> tuple[int, int, int]:
 
 
 def _kernel_kind(p: launcher.Plan) -> tuple:
-    # The row and multi-row tile kernels differ, so each gets its own smallest and largest run.
-    return p.variant, p.block_m > 1, p.index_64
+    # The row and multi-row tile kernels differ, and the cols kernels of one range per group and
+    # of split groups, so each gets its own smallest and largest run.
+    return p.variant, p.block_m > 1, p.n_splits > 1, p.index_64
 
 
-def jobs(targets: list[Target], dtypes: list[str], layouts: list[str],
-         cpu: str) -> list[tuple]:
+@functools.cache
+def _plans(t: Target, itemsize: int, layout: str) -> list[launcher.Plan]:
+    be = AscendBackend(t.arch)
+    if layout in ("inner", "transposed"):  # interleaved rows: cols plans
+        return launcher.reachable_column_plans(be, itemsize, t.vector_cores,
+                                               layout == "transposed")
+    stride = ascend_cpu.COL_STRIDE if layout == "strided" else 1
+    return launcher.reachable_plans(be, itemsize, t.vector_cores, stride)
+
+
+def jobs(targets: list[Target], dtypes: list[str], layouts: list[str], cpu: str,
+         sampled: tuple[str, ...] = ()) -> list[tuple]:
     """(target, dtype, plan, layout, run on CPU?) for every plan the launcher can pick. ``cpu``:
-    "all", "none", or "some": per kernel and index width the smallest and largest tile or
-    split."""
+    "all", "none", or "some": the sample, per kernel and index width the smallest and largest
+    tile or split. Dtypes in ``sampled`` compile the sample only."""
     out = []
     for t in targets:
-        be = AscendBackend(t.arch)
         for dtype_name in dtypes:
-            itemsize = DTYPES[dtype_name].primitive_bitwidth // 8
             for layout in layouts:
-                stride = 1 if layout == "last" else ascend_cpu.INNER
-                plans = launcher.reachable_plans(be, itemsize, t.vector_cores, stride)
+                plans = _plans(t, DTYPES[dtype_name].primitive_bitwidth // 8, layout)
                 sample = set()
                 for kind in {_kernel_kind(p) for p in plans}:
                     group = [p for p in plans if _kernel_kind(p) == kind]
                     sample |= {min(group, key=_size), max(group, key=_size)}
                 out += [(t, dtype_name, p, layout,
-                         cpu == "all" or (cpu == "some" and p in sample)) for p in plans]
+                         cpu == "all" or (cpu == "some" and p in sample)) for p in plans
+                        if dtype_name not in sampled or p in sample]
     return out
 
 
@@ -452,9 +492,14 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--targets", default="A2,A5", help="comma-separated: A2, A5")
     ap.add_argument("--dtypes", default="fp32,fp16,bf16")
-    ap.add_argument("--layouts", default="last,inner",
-                    help="inputs to specialise for: last (dim -1), inner (a middle dim), "
-                         "view (dim -1 of a sliced 3-d view)")
+    ap.add_argument("--sampled-dtypes", default="fp16",
+                    help="dtypes compiled for the sampled plans only, or 'none'. fp16's plans "
+                         "are bf16's, and in a full sweep (2026-11-25) each planned the same "
+                         "UB as its bf16 twin")
+    ap.add_argument("--layouts", default="last,strided,inner,transposed",
+                    help="inputs to specialise for: last (dim -1), strided (dim -1 of a view "
+                         "with row elements apart), inner (a middle dim), transposed (dim -1 "
+                         "of a transposed matrix), view (dim -1 of a sliced 3-d view)")
     ap.add_argument("-j", "--jobs", type=int, default=os.cpu_count() or 1)
     ap.add_argument("--cpu-run", choices=("none", "some", "all"), default="some",
                     help="which plans also run on the CPU from their linalg IR")
@@ -471,7 +516,8 @@ def main(argv: list[str] | None = None) -> int:
                   file=sys.stderr)
             return 2
         cpu_root = args.llvm19
-    todo = jobs(targets, args.dtypes.split(","), args.layouts.split(","), args.cpu_run)
+    todo = jobs(targets, args.dtypes.split(","), args.layouts.split(","), args.cpu_run,
+                tuple(args.sampled_dtypes.split(",")))
     print(f"triton {triton.__version__}: {len(todo)} plans, "
           f"{sum(run for *_, run in todo)} of them also run on the CPU, {args.jobs} processes",
           flush=True)

@@ -14,8 +14,6 @@ from __future__ import annotations
 
 import torch
 
-from npu_softmax import launcher
-
 #: (rtol, atol) of a probability rounded to each dtype, against float64.
 TOLERANCES: dict[torch.dtype, tuple[float, float]] = {
     torch.float32: (1e-5, 1e-7),
@@ -31,10 +29,8 @@ TOL = {
     torch.bfloat16: (1.6e-2, 1.6e-2),
 }
 DTYPES = list(TOL)
-#: None (the launcher's choice) and every variant the active target runs: ``cols`` only where it
-#: takes column tiles (``Backend.column_tiles``).
-VARIANTS = [None, "tile", "online", "split",
-            *(["cols"] if launcher.backend().column_tiles else [])]
+#: None (the launcher's choice) and every variant.
+VARIANTS = [None, "tile", "online", "split", "cols"]
 
 
 def reference(x: torch.Tensor, dim: int, log: bool = False, temperature: float = 1.0,

@@ -34,8 +34,8 @@ CASES = [
 def small_columns(monkeypatch: pytest.MonkeyPatch) -> None:
     """Column tiles of 256 elements, chunks of 64, groups of at least 4 rows, 4 cores."""
     be = type(launcher.backend())
-    monkeypatch.setattr(be, "column_tile_elems", lambda self, itemsize: 256)
-    monkeypatch.setattr(be, "column_chunk_elems", lambda self, itemsize: 64)
+    monkeypatch.setattr(be, "column_tile_elems", lambda self, itemsize, lanes: 256)
+    monkeypatch.setattr(be, "column_chunk_elems", lambda self, itemsize, lanes: 64)
     monkeypatch.setattr(be, "column_lanes", lambda self, itemsize: 4)
     monkeypatch.setattr(launcher, "core_count", lambda device_index: 4)
     monkeypatch.setattr(eager, "_calls", {})
@@ -60,8 +60,6 @@ def _input(shape: tuple[int, ...], transposed: bool, dtype: torch.dtype,
 def test_columns_match_float64(kernel_device: str, small_columns: None, case: tuple,
                                dtype: torch.dtype, variant: str | None) -> None:
     shape, dim, transposed, form = case
-    if not launcher.backend().column_tiles:
-        pytest.skip("this target runs interleaved rows in the row kernels")
     if dtype == torch.float64 and kernel_device == "npu":
         pytest.skip("no float64 on Ascend")
     x = _input(shape, transposed, dtype, kernel_device)
@@ -85,8 +83,6 @@ def test_columns_match_float64(kernel_device: str, small_columns: None, case: tu
 def test_columns_gradient(kernel_device: str, small_columns: None, case: tuple,
                           dtype: torch.dtype, log: bool) -> None:
     shape, dim, transposed, form = case
-    if not launcher.backend().column_tiles:
-        pytest.skip("this target runs interleaved rows in the row kernels")
     x = _input(shape, transposed, dtype, kernel_device).requires_grad_()
     dy = torch.randn(x.shape).to(dtype).to(kernel_device)
     fn = npu_softmax.log_softmax if log else npu_softmax.softmax
@@ -105,8 +101,6 @@ def test_columns_gradient(kernel_device: str, small_columns: None, case: tuple,
 def test_columns_special_values_and_in_place(kernel_device: str, small_columns: None,
                                              case: tuple) -> None:
     shape, dim, transposed, _ = case
-    if not launcher.backend().column_tiles:
-        pytest.skip("this target runs interleaved rows in the row kernels")
     x = _input(shape, transposed, torch.float32, kernel_device)
     rows = x.movedim(dim, -1)  # a view: writes land in x
 
@@ -129,16 +123,13 @@ def test_interleaved_rows_plan_cols_where_the_target_takes_them() -> None:
     last = RowLayout(100, 70, 1, (70, 0, 1), (70, 0, 1))
     assert contiguous.interleaved() and transposed.interleaved()
     assert not transposed.interleaved(output=True) and not last.interleaved()
-    for be, cores in ((CudaBackend(), 132), (InterpreterBackend(), 4)):
+    for be, cores in ((CudaBackend(), 132), (InterpreterBackend(), 4),
+                      (AscendBackend("Ascend910B3"), 40), (AscendBackend("Ascend910_9599"), 72)):
         for layout in (contiguous, transposed):
             assert launcher.plan(layout, 4, cores, be).variant == "cols"
         assert launcher.plan(last, 4, cores, be).variant != "cols"
         # The backward follows y (and dx): rows of a transposed input's output are contiguous.
         assert launcher.plan(transposed, 4, cores, be, streams=2).variant != "cols"
-    ascend = AscendBackend("Ascend910B3")
-    assert launcher.plan(contiguous, 4, 40, ascend).variant != "cols"
-    with pytest.raises(ValueError, match="not available"):
-        launcher.plan(contiguous, 4, 40, ascend, "cols")
 
 
 @pytest.mark.parametrize("n_rows,n_cols,n_inner", [(4096 * 64, 4096, 64), (2**20, 19, 2**18),
@@ -152,6 +143,7 @@ def test_column_plans_cover_each_group(n_rows: int, n_cols: int, n_inner: int) -
     p = launcher.plan(layout, 2, 132, be)
     assert p.variant == "cols"
     assert p.block_m >= min(n_inner, be.column_lanes(2)) and p.block_m & (p.block_m - 1) == 0
-    assert p.block_n * p.block_m <= max(be.column_tile_elems(2), be.column_chunk_elems(2))
+    assert p.block_n * p.block_m <= max(be.column_tile_elems(2, p.block_m),
+                                        be.column_chunk_elems(2, p.block_m))
     if p.n_splits > 1:
         assert p.split_cols(n_cols) * p.n_splits >= n_cols > p.block_n

@@ -1,6 +1,6 @@
-"""``launcher.reachable_plans`` lists every plan ``plan()`` picks on Ascend (what
-``scripts/compile_ascend.py`` compiles), and on targets with tail blocks, checked against
-``plan()`` on random shapes."""
+"""``launcher.reachable_plans`` and ``reachable_column_plans`` list every plan ``plan()`` picks
+on Ascend (what ``scripts/compile_ascend.py`` compiles), and on targets with tail blocks, checked
+against ``plan()`` on random shapes."""
 
 from __future__ import annotations
 
@@ -23,11 +23,31 @@ def test_random_shapes_pick_listed_plans(arch: str, cores: int, itemsize: int,
     rng = random.Random(f"{arch}{itemsize}{col_stride}")
     for _ in range(500):
         n_rows, n_cols = (int(10 ** rng.uniform(0, 6.5)) for _ in range(2))
-        inner = col_stride if col_stride > 1 else 1
-        strides = (n_cols * inner, 1 if inner > 1 else 0, col_stride)
-        layout = RowLayout(n_rows, n_cols, inner, strides, strides)
+        strides = (n_cols * col_stride, 0, col_stride)  # rows not interleaved
+        layout = RowLayout(n_rows, n_cols, 1, strides, strides)
         p = launcher.plan(layout, itemsize, cores, be)
         assert p in listed, (n_rows, n_cols, p)
+
+
+@pytest.mark.parametrize("arch,cores", [("Ascend910B3", 40), ("Ascend910_9599", 72)])
+@pytest.mark.parametrize("itemsize", [2, 4])
+@pytest.mark.parametrize("transposed", [False, True])
+def test_random_interleaved_shapes_pick_listed_column_plans(arch: str, cores: int, itemsize: int,
+                                                            transposed: bool) -> None:
+    be = AscendBackend(arch)
+    listed = set(launcher.reachable_column_plans(be, itemsize, cores, transposed))
+    rng = random.Random(f"cols{arch}{itemsize}{transposed}")
+    for _ in range(500):
+        n_outer, n_cols, n_inner = (max(2, int(10 ** rng.uniform(0, e))) for e in (3, 6, 4))
+        n_outer = 1 if transposed else n_outer // 2
+        n_rows = n_outer * n_inner
+        if transposed:  # the last dim of randn(n_cols, n_rows).t(), output contiguous
+            layout = RowLayout(n_rows, n_cols, 1, (1, 0, n_rows), (n_cols, 0, 1))
+        else:  # dim 1 of a contiguous (n_outer, n_cols, n_inner) tensor
+            strides = (n_cols * n_inner, 1, n_inner)
+            layout = RowLayout(n_rows, n_cols, n_inner, strides, strides)
+        p = launcher.plan(layout, itemsize, cores, be)
+        assert p.variant == "cols" and p in listed, (n_outer, n_cols, n_inner, p)
 
 
 @pytest.mark.parametrize("be,cores", [(CudaBackend(), 132), (InterpreterBackend(), 4)],

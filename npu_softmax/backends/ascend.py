@@ -45,6 +45,15 @@ MIN_ROW_BYTES = 64
 STRIDED_TILE_ELEMS = 1024
 #: Chips whose bishengir plans strided rows like contiguous ones (A5: 8-17 bytes per element).
 STRIDED_LIKE_CONTIGUOUS = ("Ascend910_95", "Ascend950")
+#: Bytes of the contiguous run of a ``cols`` tile's row (``column_lanes``): the neighbouring rows
+#: of a group, side by side in memory, move to the UB by DMA in runs this long (bishengir lowers
+#: such tiles to 2-d copies, ``load_gm_to_ubuf_2d``, where a strided row is copied element by
+#: element). Not timed on an NPU: eight 32-byte UB blocks, so that a run is long beside its
+#: alignment.
+COLUMN_RUN_BYTES = 256
+#: The UB is allocated in blocks of this many bytes: each run of a tile's fp32 copy takes at least
+#: one (bishengir planned tiles of 2- and 4-row groups at 64-96 bytes a row).
+UB_BLOCK_BYTES = 32
 #: triton-ascend rejects a grid larger than this.
 MAX_GRID = 65535
 
@@ -63,16 +72,26 @@ class AscendBackend(Backend):
     name = "npu"
     max_grid = MAX_GRID
 
-    def __init__(self, arch: str, multibuffer: bool = True, strided: bool = False) -> None:
+    def __init__(self, arch: str, multibuffer: bool = True, strided: bool = False,
+                 strided_groups: bool = False, streams: int = 1) -> None:
         self.arch = arch
         self.multibuffer = multibuffer
         self.strided = strided  # rows whose elements are not contiguous
+        # Groups of rows (cols tiles) whose neighbours are not contiguous in some tensor.
+        self.strided_groups = strided_groups
+        self.streams = streams  # tensors read per element
 
     def for_layout(self, layout: RowLayout, itemsize: int, streams: int = 1) -> AscendBackend:
-        strided = layout.x_strides[2] != 1 or layout.y_strides[2] != 1
-        if strided == self.strided or self.arch.startswith(STRIDED_LIKE_CONTIGUOUS):
+        if self.arch.startswith(STRIDED_LIKE_CONTIGUOUS):
+            strided = strided_groups = False
+        else:
+            cols = layout.columns()
+            strided = layout.x_strides[2] != 1 or layout.y_strides[2] != 1
+            strided_groups = cols.x_strides[1] != 1 or cols.y_strides[1] != 1
+        if (strided, strided_groups, streams) == (self.strided, self.strided_groups,
+                                                  self.streams):
             return self
-        return AscendBackend(self.arch, self.multibuffer, strided)
+        return AscendBackend(self.arch, self.multibuffer, strided, strided_groups, streams)
 
     def row_align(self, layout: RowLayout, itemsize: int, vec: int = 1) -> int:
         # Rows move to the unified buffer by DMA, not in per-thread vectors, so the hint has
@@ -90,6 +109,22 @@ class AscendBackend(Backend):
         if self.strided:
             elems = min(elems, STRIDED_TILE_ELEMS)
         return 1 << (elems.bit_length() - 1)
+
+    def column_lanes(self, itemsize: int) -> int:
+        return COLUMN_RUN_BYTES // itemsize
+
+    def column_tile_elems(self, itemsize: int, lanes: int) -> int:
+        # A tile is rows of ``lanes`` contiguous elements, planned as contiguous rows are: each
+        # fp32 copy of a row takes whole UB blocks, and the tensors a kernel reads share the
+        # UB. Where neighbours are apart (a transposed input's output), as strided rows.
+        row_bytes = max(4 * lanes, UB_BLOCK_BYTES)
+        elems = self.tile_budget_bytes() // (TILE_COPIES * row_bytes * self.streams) * lanes
+        if self.strided_groups:
+            elems = min(elems, STRIDED_TILE_ELEMS)
+        return 1 << (elems.bit_length() - 1)
+
+    def column_chunk_elems(self, itemsize: int, lanes: int) -> int:
+        return self.column_tile_elems(itemsize, lanes)
 
     def rows_per_block(self, block_n: int, n_rows: int, n_cores: int, itemsize: int) -> int:
         # Short rows take MIN_ROW_BYTES of each copy, not 4 * block_n.

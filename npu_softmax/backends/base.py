@@ -79,9 +79,6 @@ class Backend:
     reread_eviction = ("", "")
     #: Cache modifier of the kernels' output stores (``""``: the target's default).
     output_cache = ""
-    #: Whether interleaved rows (``RowLayout.interleaved``: a softmax over a dim that is not the
-    #: last) run the column kernels (``kernels_cols``, the ``cols`` variant) on this target.
-    column_tiles = False
 
     # By value: plans are cached per backend, and for_layout() may make new instances.
     def __eq__(self, other: object) -> bool:
@@ -170,17 +167,18 @@ class Backend:
         """Elements of a tile of several short rows (at most ``tile_elems``)."""
         return self.tile_elems(itemsize)
 
-    # The sizes of ``cols`` plans, on targets with ``column_tiles`` (the others never plan one).
+    # The sizes of ``cols`` plans (``launcher.column_plan``).
     def column_lanes(self, itemsize: int) -> int:
         """Fewest neighbouring rows a ``cols`` group holds (where there are as many): the
         contiguous run each column of its tile loads."""
         raise NotImplementedError
 
-    def column_tile_elems(self, itemsize: int) -> int:
-        """Elements of a ``cols`` tile that holds its rows whole."""
+    def column_tile_elems(self, itemsize: int, lanes: int) -> int:
+        """Elements of a ``cols`` tile that holds its rows whole, for groups of at least
+        ``lanes`` rows (``column_lanes``, or all the rows where there are fewer)."""
         raise NotImplementedError
 
-    def column_chunk_elems(self, itemsize: int) -> int:
+    def column_chunk_elems(self, itemsize: int, lanes: int) -> int:
         """Elements of a ``cols`` chunk, for rows too long for ``column_tile_elems``."""
         raise NotImplementedError
 

@@ -110,7 +110,6 @@ class CudaBackend(Backend):
     #: the API on the H100 (2026-11-23, docs/tuning.md): 1024x65536 fp32 2656 -> 2775 GB/s,
     #: bf16 2486 -> 2660; 4096x65536 bf16 2651 -> 2838; rows that fit a block gain 0-1%.
     output_cache = ".cs"
-    column_tiles = True
 
     def __init__(self, name: str = "cuda", arch: str | int = 0,
                  unaligned_rows: bool = False, streams: int = 1,
@@ -216,10 +215,10 @@ class CudaBackend(Backend):
     def column_lanes(self, itemsize: int) -> int:
         return COLUMN_LANES
 
-    def column_tile_elems(self, itemsize: int) -> int:
+    def column_tile_elems(self, itemsize: int, lanes: int) -> int:
         return COLUMN_TILE_ELEMS
 
-    def column_chunk_elems(self, itemsize: int) -> int:
+    def column_chunk_elems(self, itemsize: int, lanes: int) -> int:
         return COLUMN_CHUNK_ELEMS
 
     def rows_per_block(self, block_n: int, n_rows: int, n_cores: int, itemsize: int) -> int:

@@ -21,10 +21,6 @@ class InterpreterBackend(Backend):
     #: Short last chunks wherever they save lanes, so the tests run the online kernel's last
     #: chunks at many sizes.
     min_last_chunk = 64
-    #: The column kernels, with small tiles and chunks (below) so that test-sized rows run
-    #: their looped and split forms too.
-    column_tiles = True
-
     def windows(self, plan: Plan, itemsize: int) -> bool:
         # Wherever they apply, so the tests run the 16-byte vector form of every kernel (aligned
         # windows, aligned bodies).
@@ -43,12 +39,14 @@ class InterpreterBackend(Backend):
         return 1 << 11
 
     def column_lanes(self, itemsize: int) -> int:
+        # Small groups, tiles and chunks, so that test-sized rows run every form of the column
+        # kernels (whole, looped, split).
         return 4
 
-    def column_tile_elems(self, itemsize: int) -> int:
+    def column_tile_elems(self, itemsize: int, lanes: int) -> int:
         return 1 << 11
 
-    def column_chunk_elems(self, itemsize: int) -> int:
+    def column_chunk_elems(self, itemsize: int, lanes: int) -> int:
         return 1 << 8
 
     def core_count(self, device_index: int) -> int:
