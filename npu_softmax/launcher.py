@@ -174,7 +174,8 @@ def column_plan(n_rows: int, n_cols: int, n_inner: int, max_offset: int, itemsiz
 
     A group of at least the target's ``column_lanes`` rows (fewer where there are fewer) holds
     whole rows in a tile of ``column_tile_elems`` where they fit, with as many more rows as the
-    tile leaves room for; longer rows go in ``column_chunk_elems`` chunks, and where the groups
+    tile leaves room for; longer rows go in ``column_chunk_elems`` chunks, whole in one chunk
+    where a group of as few as ``column_min_lanes`` rows allows it, and where the groups
     are too few to give every core ``split_items_per_core`` work items, each group's rows are
     split between programs as the split variant splits a row, into no more ranges than a chunk
     holds groups (the split kernels combine a group's partial results as one
@@ -188,6 +189,10 @@ def column_plan(n_rows: int, n_cols: int, n_inner: int, max_offset: int, itemsiz
     tile = be.column_tile_elems(itemsize, lanes)
     if full * lanes > tile:
         tile = be.column_chunk_elems(itemsize, lanes)
+        # Narrower groups, down to the target's fewest, where that holds whole rows in a chunk:
+        # each row is then read once, not twice.
+        if full * lanes > tile and full * be.column_min_lanes(itemsize) <= tile:
+            lanes = tile // full
     block_m = min(inner, max(lanes, tile // full))
     block_n = min(full, max(1, tile // block_m))
     n_splits = 1

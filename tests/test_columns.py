@@ -132,6 +132,21 @@ def test_interleaved_rows_plan_cols_where_the_target_takes_them() -> None:
         assert launcher.plan(transposed, 4, cores, be, streams=2).variant != "cols"
 
 
+@pytest.mark.parametrize("itemsize", [2, 4])
+def test_transposed_groups_narrow_to_hold_rows_whole_on_cuda(itemsize: int) -> None:
+    """A transposed input's groups narrow from 32 to 8 rows where that holds its rows whole in
+    a chunk (one read); other shapes, and interleaved rows of the same length, keep 32."""
+    be = CudaBackend("cuda", 90)
+    short = row_layout((8192, 1000), 1, (1, 8192), (1000, 1))  # randn(1000, 8192).t()
+    long = row_layout((4096, 4096), 1, (1, 4096), (4096, 1))
+    inner = row_layout((1000, 8192), 0, (8192, 1), (8192, 1))  # dim 0: rows of 1000 as well
+    p = launcher.plan(short, itemsize, 132, be)
+    assert (p.variant, p.block_m, p.block_n, p.n_splits) == ("cols", 8, 1024, 1)
+    for layout in (long, inner):
+        p = launcher.plan(layout, itemsize, 132, be)
+        assert p.variant == "cols" and p.block_m == 32 and p.block_n < layout.n_cols, p
+
+
 @pytest.mark.parametrize("n_rows,n_cols,n_inner", [(4096 * 64, 4096, 64), (2**20, 19, 2**18),
                                                     (8, 131072, 8), (3, 100000, 3)])
 def test_column_plans_cover_each_group(n_rows: int, n_cols: int, n_inner: int) -> None:

@@ -173,6 +173,11 @@ class Backend:
         contiguous run each column of its tile loads."""
         raise NotImplementedError
 
+    def column_min_lanes(self, itemsize: int) -> int:
+        """Fewest neighbouring rows a ``cols`` group may narrow down to where that holds its
+        rows whole in a chunk (read once, not twice): ``column_lanes`` here, never fewer."""
+        return self.column_lanes(itemsize)
+
     def column_tile_elems(self, itemsize: int, lanes: int) -> int:
         """Elements of a ``cols`` tile that holds its rows whole, for groups of at least
         ``lanes`` rows (``column_lanes``, or all the rows where there are fewer)."""

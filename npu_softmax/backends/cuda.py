@@ -80,6 +80,12 @@ MAX_UNALIGNED_HALF_TILE_COLS = 12288
 COLUMN_LANES = 32
 COLUMN_TILE_ELEMS = 4096
 COLUMN_CHUNK_ELEMS = 8192
+#: ``cols`` groups of a transposed input, whose output rows are contiguous (stored across the
+#: groups), narrow down to this many rows where that holds whole rows in a chunk
+#: (``Backend.column_min_lanes``). Through the API on the H100 (2026-11-25, sixteenth session,
+#: docs/tuning.md), 8192 rows of 1000, transposed, 8 rows a group against 32: fp32 1381 -> 2079
+#: GB/s, bf16 624 -> 1191 (one read instead of a loop split four ways).
+TRANSPOSED_MIN_LANES = 8
 #: Registers a thread of a 16-warp online program of 2-byte rows with a last chunk may use
 #: (``CudaBackend.options``): two such programs fit an SM's 65536.
 TWO_PROGRAM_REGS = 64
@@ -113,7 +119,7 @@ class CudaBackend(Backend):
 
     def __init__(self, name: str = "cuda", arch: str | int = 0,
                  unaligned_rows: bool = False, streams: int = 1,
-                 hinted_rows: bool = False) -> None:
+                 hinted_rows: bool = False, transposed_output: bool = False) -> None:
         self.name = name
         self.arch = arch
         # Hopper (sm_90) and later, through upstream Triton's launch_pdl option.
@@ -126,13 +132,17 @@ class CudaBackend(Backend):
         #: Rows of whole vectors whose counts are not all multiples of 16, so that Triton
         #: proves them aligned only through ``ALIGN`` (``for_layout``).
         self.hinted_rows = hinted_rows
+        #: Output rows whose neighbours are apart, as a transposed input's are (``for_layout``).
+        self.transposed_output = transposed_output
 
     def for_layout(self, layout: RowLayout, itemsize: int, streams: int = 1) -> CudaBackend:
         unaligned = not layout.vector_rows(itemsize)
         hinted = not unaligned and self.row_align(layout, itemsize) > 1
-        if (unaligned, streams, hinted) == (self.unaligned_rows, self.streams, self.hinted_rows):
+        transposed = layout.columns().y_strides[1] != 1
+        if (unaligned, streams, hinted, transposed) == (
+                self.unaligned_rows, self.streams, self.hinted_rows, self.transposed_output):
             return self
-        return CudaBackend(self.name, self.arch, unaligned, streams, hinted)
+        return CudaBackend(self.name, self.arch, unaligned, streams, hinted, transposed)
 
     def row_blocks(self, block_n: int, itemsize: int) -> int:
         # Several programs share an SM, so short rows are cut into at least 4 row blocks per
@@ -214,6 +224,9 @@ class CudaBackend(Backend):
 
     def column_lanes(self, itemsize: int) -> int:
         return COLUMN_LANES
+
+    def column_min_lanes(self, itemsize: int) -> int:
+        return TRANSPOSED_MIN_LANES if self.transposed_output else COLUMN_LANES
 
     def column_tile_elems(self, itemsize: int, lanes: int) -> int:
         return COLUMN_TILE_ELEMS
