@@ -117,7 +117,7 @@ def test_columns_special_values_and_in_place(kernel_device: str, small_columns: 
     assert_softmax_close(x, ref)
 
 
-def test_interleaved_rows_plan_cols_where_the_target_takes_them() -> None:
+def test_interleaved_rows_plan_cols_on_every_target() -> None:
     contiguous = RowLayout(7 * 9, 70, 9, (70 * 9, 1, 9), (70 * 9, 1, 9))  # dim 1 of 7x70x9
     transposed = row_layout((33, 50), 1, (1, 33), (50, 1))  # the last dim of randn(50, 33).t()
     last = RowLayout(100, 70, 1, (70, 0, 1), (70, 0, 1))
@@ -145,6 +145,21 @@ def test_transposed_groups_narrow_to_hold_rows_whole_on_cuda(itemsize: int) -> N
     for layout in (long, inner):
         p = launcher.plan(layout, itemsize, 132, be)
         assert p.variant == "cols" and p.block_m == 32 and p.block_n < layout.n_cols, p
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_transposed_rows_of_1000_at_the_targets_sizes(kernel_device: str,
+                                                      dtype: torch.dtype) -> None:
+    """The last dim of a transposed input with rows of 1000, planned with the device's own
+    sizes (on CUDA: groups narrowed to hold the rows whole), into a NaN-poisoned output."""
+    x = _input((1000, 40), True, dtype, kernel_device)
+    y = torch.full(x.shape, float("nan"), dtype=dtype, device=kernel_device)
+    npu_softmax.softmax(x, -1, out=y)
+    assert_softmax_close(y, reference(x, -1), f"transposed 40x1000 {dtype}")
+    be = launcher.backend()
+    p = launcher.plan(row_layout(x.shape, 1, x.stride(), y.stride()), x.element_size(),
+                      launcher.core_count(0), be)
+    assert p.variant == "cols" and (p.block_m == 8 or not isinstance(be, CudaBackend)), p
 
 
 @pytest.mark.parametrize("n_rows,n_cols,n_inner", [(4096 * 64, 4096, 64), (2**20, 19, 2**18),
