@@ -27,9 +27,8 @@ def softmax(x: torch.Tensor, dim: int = -1, *, dtype: torch.dtype | None = None,
         temperature: a positive finite float; the kernels multiply each element by
             ``1 / temperature`` as they load it (float32 arithmetic, float64 for float64 output),
             so it costs no extra pass over memory. ``None`` means 1.
-        variant: force a kernel variant (``"tile"``, ``"online"``, ``"split"``, ``"cols"``:
-            the last where the target has column tiles, not on Ascend) instead of the
-            launcher's choice; for tests and benchmarks.
+        variant: force a kernel variant (``"tile"``, ``"online"``, ``"split"``, ``"cols"``)
+            instead of the launcher's choice; for tests and benchmarks.
         out: write the result here and return it: a tensor of ``x``'s shape, the output dtype and
             ``x``'s device, with any strides whose elements are distinct. It may be ``x`` itself
             (as ``softmax_``) but must not otherwise share memory with ``x``. No autograd.

@@ -119,6 +119,19 @@ def inputs(plan: Any, dtype_name: str, layout: str) -> list[tuple[torch.Tensor, 
     most models are, yet shorter than the block or not a whole number of chunks, and the row
     count leaves the last row block partly filled. A ``cols`` plan of one range per group
     holds its rows whole or loops over them by their length: it gets one input of each."""
+    n_rows, col_counts, n_inner = _sizes(plan)
+    return [_input(layout, TORCH_DTYPE[dtype_name], n_rows, n_cols, n_inner)
+            for n_cols in col_counts]
+
+
+def example(plan: Any, dtype_name: str, layout: str) -> tuple[torch.Tensor, int]:
+    """The input ``plan``'s kernels are specialised for (the first of ``inputs``, alone)."""
+    n_rows, col_counts, n_inner = _sizes(plan)
+    return _input(layout, TORCH_DTYPE[dtype_name], n_rows, col_counts[0], n_inner)
+
+
+def _sizes(plan: Any) -> tuple[int, list[int], int]:
+    # inputs()' row count, row lengths (one input each) and inner length for plan.
     bm, bn, splits = plan.block_m, plan.block_n, plan.n_splits
     whole, longer = bn - 16 if bn >= 32 else bn, 2 * bn + bn // 2 + 16
     if plan.variant == "tile":
@@ -129,27 +142,22 @@ def inputs(plan: Any, dtype_name: str, layout: str) -> list[tuple[torch.Tensor, 
         n_rows, col_counts = 2, [splits * bn - bn // 2 + 16]
     else:
         n_rows, col_counts = 2, [whole, longer]
-    n_inner = 3 * bm // 2 if bm >= 32 else max(2, bm - 1)
-    dtype = TORCH_DTYPE[dtype_name]
-    out = []
-    for n_cols in col_counts:
-        if layout == "view":  # rows 4 of every 5 along dim 1: the outer dims do not fold
-            base = torch.randn(triton.cdiv(n_rows, 4), 5, n_cols) * 4
-            out.append((base.to(dtype)[:, :4, :], -1))
-        elif layout == "strided":
-            out.append(((torch.randn(n_rows, n_cols, COL_STRIDE) * 4).to(dtype)[..., 0], -1))
-        elif layout == "inner":
-            out.append(((torch.randn(n_rows, n_cols, n_inner) * 4).to(dtype), 1))
-        elif layout == "transposed":
-            out.append(((torch.randn(n_cols, n_rows * n_inner) * 4).to(dtype).t(), -1))
-        else:
-            out.append(((torch.randn(n_rows, n_cols) * 4).to(dtype), -1))
-    return out
+    return n_rows, col_counts, 3 * bm // 2 if bm >= 32 else max(2, bm - 1)
 
 
-def example(plan: Any, dtype_name: str, layout: str) -> tuple[torch.Tensor, int]:
-    """The input ``plan``'s kernels are specialised for (the first of ``inputs``)."""
-    return inputs(plan, dtype_name, layout)[0]
+def _input(layout: str, dtype: torch.dtype, n_rows: int, n_cols: int,
+           n_inner: int) -> tuple[torch.Tensor, int]:
+    # One input of inputs() for layout, and its dim.
+    if layout == "view":  # rows 4 of every 5 along dim 1: the outer dims do not fold
+        base = torch.randn(triton.cdiv(n_rows, 4), 5, n_cols) * 4
+        return base.to(dtype)[:, :4, :], -1
+    if layout == "strided":
+        return (torch.randn(n_rows, n_cols, COL_STRIDE) * 4).to(dtype)[..., 0], -1
+    if layout == "inner":
+        return (torch.randn(n_rows, n_cols, n_inner) * 4).to(dtype), 1
+    if layout == "transposed":
+        return (torch.randn(n_cols, n_rows * n_inner) * 4).to(dtype).t(), -1
+    return (torch.randn(n_rows, n_cols) * 4).to(dtype), -1
 
 
 def launch_values(plan: Any, x: torch.Tensor, y: torch.Tensor, dim: int) -> dict[str, Any]:
