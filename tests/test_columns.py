@@ -132,34 +132,56 @@ def test_interleaved_rows_plan_cols_on_every_target() -> None:
         assert launcher.plan(transposed, 4, cores, be, streams=2).variant != "cols"
 
 
+def _shape(p: launcher.Plan) -> tuple:
+    return p.variant, p.block_m, p.block_n, p.n_splits
+
+
 @pytest.mark.parametrize("itemsize", [2, 4])
-def test_transposed_groups_narrow_to_hold_rows_whole_on_cuda(itemsize: int) -> None:
-    """A transposed input's groups narrow from 32 to 8 rows where that holds its rows whole in
-    a chunk (one read); other shapes, and interleaved rows of the same length, keep 32."""
+def test_groups_narrow_to_hold_rows_whole_on_cuda(itemsize: int) -> None:
+    """On CUDA, groups narrow from 32 rows where that holds their rows whole in a chunk (one
+    read): a transposed input's always; interleaved rows' where 32-row groups would be split,
+    in float32 and in the 2-byte backward (16 rows, chunks of 16384); otherwise 32 rows."""
     be = CudaBackend("cuda", 90)
-    short = row_layout((8192, 1000), 1, (1, 8192), (1000, 1))  # randn(1000, 8192).t()
+    transposed = row_layout((8192, 1000), 1, (1, 8192), (1000, 1))  # randn(1000, 8192).t()
     long = row_layout((4096, 4096), 1, (1, 4096), (4096, 1))
-    inner = row_layout((1000, 8192), 0, (8192, 1), (8192, 1))  # dim 0: rows of 1000 as well
-    p = launcher.plan(short, itemsize, 132, be)
-    assert (p.variant, p.block_m, p.block_n, p.n_splits) == ("cols", 8, 1024, 1)
-    for layout in (long, inner):
-        p = launcher.plan(layout, itemsize, 132, be)
-        assert p.variant == "cols" and p.block_m == 32 and p.block_n < layout.n_cols, p
+    split = row_layout((1000, 8192), 0, (8192, 1), (8192, 1))  # 256 groups of rows of 1000
+    whole = row_layout((512, 65536), 0, (65536, 1), (65536, 1))  # 2048 groups: no split
+    assert _shape(launcher.plan(transposed, itemsize, 132, be)) == ("cols", 8, 1024, 1)
+    p = launcher.plan(long, itemsize, 132, be)
+    assert p.block_m == 32 and p.block_n < long.n_cols, p
+    forward = ("cols", 8, 1024, 1) if itemsize == 4 else ("cols", 32, 256, 4)
+    backward = ("cols", 8, 1024, 1) if itemsize == 4 else ("cols", 16, 1024, 1)
+    assert _shape(launcher.plan(split, itemsize, 132, be)) == forward
+    assert _shape(launcher.plan(split, itemsize, 132, be, streams=2)) == backward
+    for streams in (1, 2):
+        assert _shape(launcher.plan(whole, itemsize, 132, be, streams=streams)) == (
+            "cols", 32, 256, 1)
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
-def test_transposed_rows_of_1000_at_the_targets_sizes(kernel_device: str,
-                                                      dtype: torch.dtype) -> None:
-    """The last dim of a transposed input with rows of 1000, planned with the device's own
-    sizes (on CUDA: groups narrowed to hold the rows whole), into a NaN-poisoned output."""
-    x = _input((1000, 40), True, dtype, kernel_device)
+@pytest.mark.parametrize("transposed", [True, False])
+def test_rows_of_1000_at_the_targets_sizes(kernel_device: str, dtype: torch.dtype,
+                                           transposed: bool) -> None:
+    """Rows of 1000, 40 of them, planned with the device's own sizes (on CUDA: groups narrowed
+    to hold the rows whole), into a NaN-poisoned output, and the gradient: the last dim of a
+    transposed input, or dim 0 of a contiguous one."""
+    x = _input((1000, 40), transposed, dtype, kernel_device)
+    dim = -1 if transposed else 0
     y = torch.full(x.shape, float("nan"), dtype=dtype, device=kernel_device)
-    npu_softmax.softmax(x, -1, out=y)
-    assert_softmax_close(y, reference(x, -1), f"transposed 40x1000 {dtype}")
+    npu_softmax.softmax(x, dim, out=y)
+    assert_softmax_close(y, reference(x, dim), f"rows of 1000, {transposed=} {dtype}")
+    x.requires_grad_()
+    dy = torch.randn(x.shape).to(dtype).to(kernel_device)
+    (dx,) = torch.autograd.grad(npu_softmax.softmax(x, dim), x, dy)
+    x64 = x.detach().cpu().double().requires_grad_()
+    (ref,) = torch.autograd.grad(torch.softmax(x64, dim), x64, dy.cpu().double())
+    assert_close(dx, ref, dtype, scale=4.0)
     be = launcher.backend()
-    p = launcher.plan(row_layout(x.shape, 1, x.stride(), y.stride()), x.element_size(),
+    p = launcher.plan(row_layout(x.shape, dim % 2, x.stride(), y.stride()), x.element_size(),
                       launcher.core_count(0), be)
-    assert p.variant == "cols" and (p.block_m == 8 or not isinstance(be, CudaBackend)), p
+    narrowed = transposed or dtype == torch.float32
+    assert p.variant == "cols" and (p.block_m == 8 or not narrowed
+                                    or not isinstance(be, CudaBackend)), p
 
 
 @pytest.mark.parametrize("n_rows,n_cols,n_inner", [(4096 * 64, 4096, 64), (2**20, 19, 2**18),

@@ -173,9 +173,11 @@ class Backend:
         contiguous run each column of its tile loads."""
         raise NotImplementedError
 
-    def column_min_lanes(self, itemsize: int) -> int:
+    def column_min_lanes(self, itemsize: int, split: bool) -> int:
         """Fewest neighbouring rows a ``cols`` group may narrow down to where that holds its
-        rows whole in a chunk (read once, not twice): ``column_lanes`` here, never fewer."""
+        rows whole in a chunk (read once, not twice), ``split`` telling whether groups of
+        ``column_lanes`` rows would be split between programs: ``column_lanes`` here, never
+        fewer."""
         return self.column_lanes(itemsize)
 
     def column_tile_elems(self, itemsize: int, lanes: int) -> int:

@@ -86,6 +86,18 @@ COLUMN_CHUNK_ELEMS = 8192
 #: docs/tuning.md), 8192 rows of 1000, transposed, 8 rows a group against 32: fp32 1381 -> 2079
 #: GB/s, bf16 624 -> 1191 (one read instead of a loop split four ways).
 TRANSPOSED_MIN_LANES = 8
+#: Interleaved rows whose output is interleaved too narrow where groups of ``COLUMN_LANES``
+#: would be split between programs: float32 down to 8 rows (forward and backward), 2-byte rows
+#: in the backward to 16, whose 16-row groups take chunks of ``HALF_BACKWARD_CHUNK_ELEMS`` (of
+#: each tensor). Through the API on the H100 (2026-11-25, seventeenth session, docs/tuning.md),
+#: best of 3: fp32 dim 0 of 1024x16384 1692 -> 2052 GB/s, dim 1 of 16x1000x1024 1705 -> 2118,
+#: its backward 1614 -> 2160; bf16 backward of dim 0 of 1024x16384 1309 -> 1819, of dim 1 of
+#: 4096x1024x16 (16-row groups, not split) 2484 -> 2866. The bf16 forward gains nothing so
+#: (1306 -> 1266 in 16-row groups, 798 in 8), nor does either dtype where groups are not split
+#: (fp32 dim 0 of 512x65536 2600 -> 2399 in 16-row groups, sixteenth session).
+SPLIT_MIN_LANES = {4: 8}
+HALF_BACKWARD_SPLIT_MIN_LANES = 16
+HALF_BACKWARD_CHUNK_ELEMS = 16384
 #: Registers a thread of a 16-warp online program of 2-byte rows with a last chunk may use
 #: (``CudaBackend.options``): two such programs fit an SM's 65536.
 TWO_PROGRAM_REGS = 64
@@ -225,13 +237,20 @@ class CudaBackend(Backend):
     def column_lanes(self, itemsize: int) -> int:
         return COLUMN_LANES
 
-    def column_min_lanes(self, itemsize: int) -> int:
-        return TRANSPOSED_MIN_LANES if self.transposed_output else COLUMN_LANES
+    def column_min_lanes(self, itemsize: int, split: bool) -> int:
+        if self.transposed_output:
+            return TRANSPOSED_MIN_LANES
+        if split and itemsize == 2 and self.streams == 2:
+            return HALF_BACKWARD_SPLIT_MIN_LANES
+        return SPLIT_MIN_LANES.get(itemsize, COLUMN_LANES) if split else COLUMN_LANES
 
     def column_tile_elems(self, itemsize: int, lanes: int) -> int:
         return COLUMN_TILE_ELEMS
 
     def column_chunk_elems(self, itemsize: int, lanes: int) -> int:
+        if (itemsize == 2 and self.streams == 2 and not self.transposed_output
+                and lanes == HALF_BACKWARD_SPLIT_MIN_LANES):
+            return HALF_BACKWARD_CHUNK_ELEMS
         return COLUMN_CHUNK_ELEMS
 
     def rows_per_block(self, block_n: int, n_rows: int, n_cores: int, itemsize: int) -> int:
