@@ -175,11 +175,11 @@ def column_plan(n_rows: int, n_cols: int, n_inner: int, max_offset: int, itemsiz
     A group of at least the target's ``column_lanes`` rows (fewer where there are fewer) holds
     whole rows in a tile of ``column_tile_elems`` where they fit, with as many more rows as the
     tile leaves room for; longer rows go in ``column_chunk_elems`` chunks, whole in one chunk
-    of a narrower group where one of as few as ``column_min_lanes`` rows allows it (which may
-    depend on whether the wide groups would be split), and where the groups are too few to
-    give every core ``split_items_per_core`` work items, each group's rows are split between
-    programs as the split variant splits a row, into no more ranges than a chunk
-    holds groups (the split kernels combine a group's partial results as one
+    (``column_whole_chunk_elems``) of a group of as few as ``column_min_lanes`` rows where
+    that allows it (both may depend on whether the wide groups would be split), and where the
+    groups are too few to give every core ``split_items_per_core`` work items, each group's
+    rows are split between programs as the split variant splits a row, into no more ranges
+    than a chunk holds groups (the split kernels combine a group's partial results as one
     ``[n_splits, block_m]`` tile: on Ascend, 128 ranges of 128-row groups did not fit the UB).
     The sizes count elements of each tensor read, for the backward's two as for the forward's
     one: the target sizes its programs for what they read (``options``).
@@ -191,12 +191,12 @@ def column_plan(n_rows: int, n_cols: int, n_inner: int, max_offset: int, itemsiz
     if full * lanes > tile:
         tile = be.column_chunk_elems(itemsize, lanes)
         if full * lanes > tile:
-            # The widest narrower group, down to the target's fewest rows, whose whole rows fit
-            # a chunk of its own: each row is then read once, not twice (nor split).
+            # The widest group, down to the target's fewest rows, whose whole rows fit a chunk
+            # of its own: each row is then read once, not twice (nor split).
             split = column_groups(n_rows, n_inner, lanes) < be.split_items_per_core * n_cores
-            narrow = lanes // 2
+            narrow = lanes
             while narrow >= be.column_min_lanes(itemsize, split):
-                if full * narrow <= be.column_chunk_elems(itemsize, narrow):
+                if full * narrow <= be.column_whole_chunk_elems(itemsize, narrow, split):
                     lanes, tile = narrow, full * narrow
                     break
                 narrow //= 2

@@ -138,34 +138,48 @@ def _shape(p: launcher.Plan) -> tuple:
 
 @pytest.mark.parametrize("itemsize", [2, 4])
 def test_groups_narrow_to_hold_rows_whole_on_cuda(itemsize: int) -> None:
-    """On CUDA, groups narrow from 32 rows where that holds their rows whole in a chunk (one
-    read): a transposed input's always; interleaved rows' where 32-row groups would be split,
-    in float32 and in the 2-byte backward (16 rows, chunks of 16384); otherwise 32 rows."""
+    """On CUDA, groups hold their rows whole in one chunk (one read) where a group of the
+    target's sizes allows it: a transposed input's narrowed to 8 rows; interleaved rows' where
+    32-row groups would be split, in float32 narrowed to 8 rows, in the 2-byte backward to 16
+    (chunks of 16384), in the forward in chunks of 32768 where the runs are aligned (float32
+    8 rows, 2-byte 32 or 16); otherwise 32 rows."""
     be = CudaBackend("cuda", 90)
     transposed = row_layout((8192, 1000), 1, (1, 8192), (1000, 1))  # randn(1000, 8192).t()
     long = row_layout((4096, 4096), 1, (1, 4096), (4096, 1))
     split = row_layout((1000, 8192), 0, (8192, 1), (8192, 1))  # 256 groups of rows of 1000
+    unaligned = row_layout((256, 1000, 49), 1, (49000, 49, 1), (49000, 49, 1))
     whole = row_layout((512, 65536), 0, (65536, 1), (65536, 1))  # 2048 groups: no split
     assert _shape(launcher.plan(transposed, itemsize, 132, be)) == ("cols", 8, 1024, 1)
-    p = launcher.plan(long, itemsize, 132, be)
-    assert p.block_m == 32 and p.block_n < long.n_cols, p
-    forward = ("cols", 8, 1024, 1) if itemsize == 4 else ("cols", 32, 256, 4)
+    assert _shape(launcher.plan(long, itemsize, 132, be)) == ("cols", 32, 256, 8)
+    forward = ("cols", 8, 1024, 1) if itemsize == 4 else ("cols", 32, 1024, 1)
     backward = ("cols", 8, 1024, 1) if itemsize == 4 else ("cols", 16, 1024, 1)
     assert _shape(launcher.plan(split, itemsize, 132, be)) == forward
     assert _shape(launcher.plan(split, itemsize, 132, be, streams=2)) == backward
+    forward = ("cols", 8, 1024, 1) if itemsize == 4 else ("cols", 32, 256, 2)
+    assert _shape(launcher.plan(unaligned, itemsize, 132, be)) == forward
     for streams in (1, 2):
         assert _shape(launcher.plan(whole, itemsize, 132, be, streams=streams)) == (
             "cols", 32, 256, 1)
 
 
+#: (shape, transposed, CUDA's float32 and bfloat16 forward plans as (block_m, n_splits)): rows
+#: of 1000 or 4000 of a transposed input, or of dim 0 of a contiguous one whose runs are
+#: aligned (48 columns) or not (40).
+TARGET_CASES = [
+    ((1000, 40), True, (8, 1), (8, 1)),
+    ((1000, 48), False, (8, 1), (32, 1)),
+    ((4000, 48), False, (8, 1), (32, 16)),
+    ((1000, 40), False, (8, 1), (32, 4)),
+]
+
+
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
-@pytest.mark.parametrize("transposed", [True, False])
-def test_rows_of_1000_at_the_targets_sizes(kernel_device: str, dtype: torch.dtype,
-                                           transposed: bool) -> None:
-    """Rows of 1000, 40 of them, planned with the device's own sizes (on CUDA: groups narrowed
-    to hold the rows whole), into a NaN-poisoned output, and the gradient: the last dim of a
-    transposed input, or dim 0 of a contiguous one."""
-    x = _input((1000, 40), transposed, dtype, kernel_device)
+@pytest.mark.parametrize("case", TARGET_CASES, ids=lambda c: f"{c[0]}{'T' * c[1]}")
+def test_rows_at_the_targets_sizes(kernel_device: str, dtype: torch.dtype, case: tuple) -> None:
+    """Interleaved rows planned with the device's own sizes (on CUDA: groups that hold their
+    rows whole, where its rules allow), into a NaN-poisoned output, and the gradient."""
+    shape, transposed, *cuda_plans = case
+    x = _input(shape, transposed, dtype, kernel_device)
     dim = -1 if transposed else 0
     y = torch.full(x.shape, float("nan"), dtype=dtype, device=kernel_device)
     npu_softmax.softmax(x, dim, out=y)
@@ -179,9 +193,9 @@ def test_rows_of_1000_at_the_targets_sizes(kernel_device: str, dtype: torch.dtyp
     be = launcher.backend()
     p = launcher.plan(row_layout(x.shape, dim % 2, x.stride(), y.stride()), x.element_size(),
                       launcher.core_count(0), be)
-    narrowed = transposed or dtype == torch.float32
-    assert p.variant == "cols" and (p.block_m == 8 or not narrowed
-                                    or not isinstance(be, CudaBackend)), p
+    assert p.variant == "cols", p
+    if isinstance(be, CudaBackend) and launcher.core_count(0) >= 64:
+        assert (p.block_m, p.n_splits) == cuda_plans[dtype == torch.bfloat16], p
 
 
 @pytest.mark.parametrize("n_rows,n_cols,n_inner", [(4096 * 64, 4096, 64), (2**20, 19, 2**18),

@@ -98,6 +98,16 @@ TRANSPOSED_MIN_LANES = 8
 SPLIT_MIN_LANES = {4: 8}
 HALF_BACKWARD_SPLIT_MIN_LANES = 16
 HALF_BACKWARD_CHUNK_ELEMS = 16384
+#: In the forward, such groups hold their rows whole in chunks of ``SPLIT_WHOLE_CHUNK_ELEMS``
+#: (16 warps) where the tile's runs are aligned (``aligned_columns``): float32 groups of 8 rows
+#: (rows of up to 4096), 2-byte groups of 32 or, narrowed, 16 rows (up to 1024 or 2048). Through
+#: the API on the H100 (2026-11-25, seventeenth session, docs/tuning.md), best of 3, against
+#: split 32-row groups: fp32 dim 0 of 4096x4096 1655 -> 1783 GB/s, dim 1 of 4x4096x1024 1692
+#: -> 1800; bf16 dim 0 of 1024x16384 1313 -> 1578, of 1000x8192 1120 -> 1446, of 2048x2048 886
+#: -> 1239. Unaligned runs load element by element: bf16 dim 1 of 256x1000x49 fell from 1028
+#: to 340 in 32x1024 tiles, so those keep the chunks above.
+SPLIT_WHOLE_CHUNK_ELEMS = 32768
+SPLIT_WHOLE_LANES = {4: 8, 2: 32}
 #: Registers a thread of a 16-warp online program of 2-byte rows with a last chunk may use
 #: (``CudaBackend.options``): two such programs fit an SM's 65536.
 TWO_PROGRAM_REGS = 64
@@ -131,7 +141,8 @@ class CudaBackend(Backend):
 
     def __init__(self, name: str = "cuda", arch: str | int = 0,
                  unaligned_rows: bool = False, streams: int = 1,
-                 hinted_rows: bool = False, transposed_output: bool = False) -> None:
+                 hinted_rows: bool = False, transposed_output: bool = False,
+                 aligned_columns: bool = False) -> None:
         self.name = name
         self.arch = arch
         # Hopper (sm_90) and later, through upstream Triton's launch_pdl option.
@@ -146,15 +157,21 @@ class CudaBackend(Backend):
         self.hinted_rows = hinted_rows
         #: Output rows whose neighbours are apart, as a transposed input's are (``for_layout``).
         self.transposed_output = transposed_output
+        #: Outer and column strides of both tensors (``RowLayout.columns``) that Triton proves
+        #: multiples of 16 elements, so that a ``cols`` tile's runs load as aligned vectors.
+        self.aligned_columns = aligned_columns
 
     def for_layout(self, layout: RowLayout, itemsize: int, streams: int = 1) -> CudaBackend:
         unaligned = not layout.vector_rows(itemsize)
         hinted = not unaligned and self.row_align(layout, itemsize) > 1
-        transposed = layout.columns().y_strides[1] != 1
-        if (unaligned, streams, hinted, transposed) == (
-                self.unaligned_rows, self.streams, self.hinted_rows, self.transposed_output):
+        cols = layout.columns()
+        transposed = cols.y_strides[1] != 1
+        aligned = all(s % 16 == 0 for s in (*cols.x_strides[::2], *cols.y_strides[::2]))
+        if (unaligned, streams, hinted, transposed, aligned) == (
+                self.unaligned_rows, self.streams, self.hinted_rows, self.transposed_output,
+                self.aligned_columns):
             return self
-        return CudaBackend(self.name, self.arch, unaligned, streams, hinted, transposed)
+        return CudaBackend(self.name, self.arch, unaligned, streams, hinted, transposed, aligned)
 
     def row_blocks(self, block_n: int, itemsize: int) -> int:
         # Several programs share an SM, so short rows are cut into at least 4 row blocks per
@@ -240,9 +257,12 @@ class CudaBackend(Backend):
     def column_min_lanes(self, itemsize: int, split: bool) -> int:
         if self.transposed_output:
             return TRANSPOSED_MIN_LANES
-        if split and itemsize == 2 and self.streams == 2:
-            return HALF_BACKWARD_SPLIT_MIN_LANES
-        return SPLIT_MIN_LANES.get(itemsize, COLUMN_LANES) if split else COLUMN_LANES
+        if not split:
+            return COLUMN_LANES
+        if itemsize == 2:
+            return (HALF_BACKWARD_SPLIT_MIN_LANES if self.streams == 2 or self.aligned_columns
+                    else COLUMN_LANES)
+        return SPLIT_MIN_LANES.get(itemsize, COLUMN_LANES)
 
     def column_tile_elems(self, itemsize: int, lanes: int) -> int:
         return COLUMN_TILE_ELEMS
@@ -252,6 +272,12 @@ class CudaBackend(Backend):
                 and lanes == HALF_BACKWARD_SPLIT_MIN_LANES):
             return HALF_BACKWARD_CHUNK_ELEMS
         return COLUMN_CHUNK_ELEMS
+
+    def column_whole_chunk_elems(self, itemsize: int, lanes: int, split: bool) -> int:
+        if (split and self.streams == 1 and self.aligned_columns and not self.transposed_output
+                and lanes <= SPLIT_WHOLE_LANES.get(itemsize, 0)):
+            return SPLIT_WHOLE_CHUNK_ELEMS
+        return self.column_chunk_elems(itemsize, lanes)
 
     def rows_per_block(self, block_n: int, n_rows: int, n_cores: int, itemsize: int) -> int:
         # Tiles of at most 1024 elements for rows that are not 16-byte aligned, float32 rows of
