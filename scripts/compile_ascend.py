@@ -223,13 +223,15 @@ def _compiler_dir(t: Target, cache_root: str) -> str:
 
 
 def _inputs_digest() -> str:
-    """Hash of everything a plan's rows depend on besides the job itself: the kernels and the
-    code that specialises, compiles and checks them, and the toolchain versions."""
+    """Hash of what every plan's rows depend on besides the job (``_job_inputs``): the kernels'
+    source and the code that specialises, compiles and checks them, and the toolchain
+    versions. The launcher and backends enter through each job's own inputs instead, so a
+    change to them that leaves the Ascend compiles alone (a CUDA rule, say) keeps the results."""
     import importlib.metadata
 
     pkg = Path(K.__file__).parent
     files = [pkg / n for n in ("kernels.py", "kernels_cols.py", "kernels_backward.py", "layout.py",
-                               "_compat.py", "backends/base.py", "backends/ascend.py")]
+                               "_compat.py")]
     files += [Path(__file__), Path(ascend_cpu.__file__)]
     h = hashlib.sha256()
     for f in files:
@@ -247,7 +249,8 @@ def cached_plan(results: str | None, digest: str, t: Target, dtype_name: str,
     not compiled again by the next run on this machine."""
     if results is None:
         return compile_plan(t, dtype_name, p, layout, cache_root, cpu_root)
-    job = repr((digest, t, dtype_name, p, layout, cpu_root is not None)).encode()
+    job = repr((digest, t, dtype_name, p, layout, cpu_root is not None,
+                _job_inputs(t, dtype_name, p, layout))).encode()
     path = Path(results) / f"{hashlib.sha256(job).hexdigest()}.pickle"
     if path.exists():
         rows = pickle.loads(path.read_bytes())
@@ -259,6 +262,20 @@ def cached_plan(results: str | None, digest: str, t: Target, dtype_name: str,
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(pickle.dumps(rows))
     return rows
+
+
+def _job_inputs(t: Target, dtype_name: str, p: launcher.Plan, layout: str) -> tuple:
+    """What the package gives a plan's compiles and checks beyond the kernels' source: each
+    kernel's specialisation (signature, constants with the launcher's flags, 16-divisible
+    arguments), the backend's compile options, the UB budget and the UB model printed."""
+    x, dim = ascend_cpu.example(p, dtype_name, layout)
+    be = AscendBackend(t.arch).for_layout(
+        row_layout(x.shape, dim % x.dim(), x.stride(), torch.empty(x.shape).stride()),
+        x.element_size())
+    tile = (p.block_n, p.block_m) if p.variant == "cols" else (p.block_m, p.block_n)
+    return (sorted(be.options(p, x.element_size()).items()), ub_bytes(t.arch),
+            be.tile_ub_bytes(*tile),
+            [(fn.__name__, specialise(fn, p, dtype_name, t.arch, layout)) for fn in kernels_of(p)])
 
 
 def compile_plan(t: Target, dtype_name: str, p: launcher.Plan, layout: str, cache_root: str,
