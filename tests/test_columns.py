@@ -163,12 +163,12 @@ def test_groups_narrow_to_hold_rows_whole_on_cuda(itemsize: int) -> None:
 
 
 #: (shape, transposed, CUDA's float32 and bfloat16 forward plans as (block_m, n_splits)): rows
-#: of 1000 or 4000 of a transposed input, or of dim 0 of a contiguous one whose runs are
-#: aligned (48 columns) or not (40).
+#: of 1000 or 2500 of a transposed input, or of dim 0 of a contiguous one whose runs are
+#: aligned (32 columns) or not (40).
 TARGET_CASES = [
     ((1000, 40), True, (8, 1), (8, 1)),
-    ((1000, 48), False, (8, 1), (32, 1)),
-    ((4000, 48), False, (8, 1), (32, 16)),
+    ((1000, 32), False, (8, 1), (32, 1)),
+    ((2500, 32), False, (8, 1), (32, 16)),
     ((1000, 40), False, (8, 1), (32, 4)),
 ]
 
