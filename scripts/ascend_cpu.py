@@ -16,6 +16,7 @@ buffering, and the NPU's own float arithmetic.
 from __future__ import annotations
 
 import ctypes
+import functools
 import math
 import os
 import subprocess
@@ -124,10 +125,14 @@ def inputs(plan: Any, dtype_name: str, layout: str) -> list[tuple[torch.Tensor, 
             for n_cols in col_counts]
 
 
+@functools.lru_cache(maxsize=8)
 def example(plan: Any, dtype_name: str, layout: str) -> tuple[torch.Tensor, int]:
-    """The input ``plan``'s kernels are specialised for (the first of ``inputs``, alone)."""
+    """The input ``plan``'s kernels are specialised for (the first of ``inputs``, alone), its
+    elements left unset: a specialisation sees shapes, strides, dtypes and addresses only. Kept
+    for the last few plans, since a plan's compiles ask for it several times: read it, never
+    write it."""
     n_rows, col_counts, n_inner = _sizes(plan)
-    return _input(layout, TORCH_DTYPE[dtype_name], n_rows, col_counts[0], n_inner)
+    return _input(layout, TORCH_DTYPE[dtype_name], n_rows, col_counts[0], n_inner, fill=False)
 
 
 def _sizes(plan: Any) -> tuple[int, list[int], int]:
@@ -145,19 +150,21 @@ def _sizes(plan: Any) -> tuple[int, list[int], int]:
     return n_rows, col_counts, 3 * bm // 2 if bm >= 32 else max(2, bm - 1)
 
 
-def _input(layout: str, dtype: torch.dtype, n_rows: int, n_cols: int,
-           n_inner: int) -> tuple[torch.Tensor, int]:
-    # One input of inputs() for layout, and its dim.
+def _input(layout: str, dtype: torch.dtype, n_rows: int, n_cols: int, n_inner: int,
+           fill: bool = True) -> tuple[torch.Tensor, int]:
+    # One input of inputs() for layout, and its dim; without fill, the same tensor unset.
+    def make(*shape: int) -> torch.Tensor:
+        return (torch.randn(*shape) * 4).to(dtype) if fill else torch.empty(*shape, dtype=dtype)
+
     if layout == "view":  # rows 4 of every 5 along dim 1: the outer dims do not fold
-        base = torch.randn(triton.cdiv(n_rows, 4), 5, n_cols) * 4
-        return base.to(dtype)[:, :4, :], -1
+        return make(triton.cdiv(n_rows, 4), 5, n_cols)[:, :4, :], -1
     if layout == "strided":
-        return (torch.randn(n_rows, n_cols, COL_STRIDE) * 4).to(dtype)[..., 0], -1
+        return make(n_rows, n_cols, COL_STRIDE)[..., 0], -1
     if layout == "inner":
-        return (torch.randn(n_rows, n_cols, n_inner) * 4).to(dtype), 1
+        return make(n_rows, n_cols, n_inner), 1
     if layout == "transposed":
-        return (torch.randn(n_cols, n_rows * n_inner) * 4).to(dtype).t(), -1
-    return (torch.randn(n_rows, n_cols) * 4).to(dtype), -1
+        return make(n_cols, n_rows * n_inner).t(), -1
+    return make(n_rows, n_cols), -1
 
 
 def launch_values(plan: Any, x: torch.Tensor, y: torch.Tensor, dim: int) -> dict[str, Any]:

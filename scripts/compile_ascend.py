@@ -144,13 +144,15 @@ def _kernel(name: str) -> Any:
     raise KeyError(name)
 
 
+@functools.lru_cache(maxsize=32)
 def specialise(fn: Any, p: launcher.Plan, dtype_name: str, arch: str,
                layout: str) -> tuple[dict, dict, list]:
     """Signature, constants and 16-divisible arguments of ``fn`` exactly as triton-ascend's JIT
     derives them (its binder and ``AttrsDescriptor``) when ``launch_softmax`` runs plan ``p``
     on ``ascend_cpu.example(p, dtype_name, layout)``: e.g. unit strides and ``n_inner`` of 1
     become constants; ``n_rows``/``n_cols`` never do (``do_not_specialize``). Other shapes can
-    give other specialisations of the same kernel."""
+    give other specialisations of the same kernel. Kept for the last few kernels (a plan's
+    job asks several times): read the result, never change it."""
     from triton.backends.compiler import GPUTarget
     from triton.compiler import make_backend
 
@@ -204,21 +206,33 @@ def _compiler_dir(t: Target, cache_root: str) -> str:
     plan that does not fit is an error, instead of a silent retry without multi-buffering),
     ``--save-temps`` (the HIVM IR, with the planned UB offsets) and, where the build has it,
     ``--enable-print-memory-allocated-size``. triton-ascend runs whatever ``bishengir-compile``
-    is first on PATH."""
+    is first on PATH.
+
+    triton-ascend reads ``bishengir-compile --help`` to pick flags, several times a kernel: the
+    wrapper answers a plain ``--help`` with the real one's output, saved once, and passes any
+    other call with ``--help`` through untouched."""
     folder = Path(cache_root) / f"bin-{t.name}"
     wrapper = folder / "bishengir-compile"
     if not wrapper.exists():
         folder.mkdir(exist_ok=True)
         real = _BIN / t.compiler
+        help_run = subprocess.run([str(real), "--help"], capture_output=True, text=True)
+        (folder / "help.out").write_text(help_run.stdout)
+        (folder / "help.err").write_text(help_run.stderr)
         extra = "--enable-tuning-mode --save-temps=\"$NPU_SOFTMAX_TEMPS\""
-        if _supports(str(real), "--enable-print-memory-allocated-size"):
+        if "--enable-print-memory-allocated-size" in help_run.stdout:
             extra += " --enable-print-memory-allocated-size"
-        # triton-ascend reads --help to pick flags: pass it through untouched.
-        wrapper.write_text(
+        # Written whole under another name, then renamed: a worker that finds the wrapper
+        # (other workers share the folder) finds it complete.
+        partial = folder / f"wrapper.{os.getpid()}"
+        partial.write_text(
             "#!/bin/sh\n"
-            f'case " $* " in *" --help "*) exec "{real}" "$@";; esac\n'
+            f'case " $* " in " --help ") cat "{folder}/help.out"; cat "{folder}/help.err" >&2; '
+            f"exit {help_run.returncode};;\n"
+            f'    *" --help "*) exec "{real}" "$@";;\nesac\n'
             f'exec "{real}" "$@" {extra} > "$NPU_SOFTMAX_TEMPS/stdout.txt"\n')
-        wrapper.chmod(0o755)
+        partial.chmod(0o755)
+        os.replace(partial, wrapper)
     return str(folder)
 
 
@@ -386,10 +400,6 @@ def _read_ub(row: Row, temps: Path, target: Target) -> None:
     out = (temps / "stdout.txt").read_text() if (temps / "stdout.txt").exists() else ""
     printed = re.search(r"Allocated UB size = (\d+) bits", out)
     row.ub_used = int(printed.group(1)) // 8 if printed else planned_ub_bytes(ir)
-
-
-def _supports(binary: str, flag: str) -> bool:
-    return flag in subprocess.run([binary, "--help"], capture_output=True, text=True).stdout
 
 
 def _check_chip_spec(ir: str, target: Target, row: Row) -> None:
