@@ -93,21 +93,25 @@ def _dispatch(log: bool, x: torch.Tensor, dim: int, dtype: torch.dtype | None,
               temperature: float | None, variant: str | None,
               out: torch.Tensor | None) -> torch.Tensor:
     # The first call of a signature (or one that records autograd): checked, then kept.
-    key = eager.forward_signature(x, dim, dtype, temperature, variant, log) if (
-        out is None and eager.plain(x)) else None
     fn = ops.op_name(log)
     checks.check_args(fn, x, dim, variant)
     out_dtype = checks.check_dtype_arg(fn, x, dtype)
     t = checks.check_temperature(fn, temperature)
     wrapped = checks.wrap_dim(dim, x.dim())
     if out is None:
-        if key is None:
+        if eager.transformed(x):
+            return ops.checked_forward(x, wrapped, out_dtype, t, log, variant)
+        if not eager.plain(x):
             op = ops.log_softmax if log else ops.softmax
             return op(x, wrapped, dtype, t, variant)
+        key = eager.forward_signature(x, dim, dtype, temperature, variant, log)
         run = ops.eager_differentiable if eager.records_grad(x) else ops.eager_forward
         return run(key, x, wrapped, out_dtype, t, log, variant)
     checks.check_out(fn, x, out, out_dtype)
     _no_grad(fn, x, out)
+    if eager.transformed(x) or eager.transformed(out):
+        # Under torch.func.vmap: the batch's result, copied in by torch's batched copy.
+        return out.copy_(ops.checked_forward(x, wrapped, out_dtype, t, log, variant))
     if eager.plain(x):
         ops.run_out(x, out, wrapped, t, log, variant)
     elif out is x:
@@ -127,6 +131,8 @@ def _inplace(log: bool, x: torch.Tensor, dim: int, temperature: float | None,
     _no_grad(fn, x, x)
     t = checks.check_temperature(fn, temperature)
     dim = checks.wrap_dim(dim, x.dim())
+    if eager.transformed(x):
+        return x.copy_(ops.checked_forward(x, dim, x.dtype, t, log, variant))
     if eager.plain(x):
         ops.run_out(x, x, dim, t, log, variant)
     else:

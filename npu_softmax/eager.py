@@ -58,6 +58,15 @@ def plain(x: object) -> bool:
     return type(x) is torch.Tensor and not torch.compiler.is_compiling()
 
 
+def transformed(x: torch.Tensor) -> bool:
+    """Whether ``x`` is a ``torch.func`` transform's tensor (``vmap``'s batched tensor,
+    ``grad``'s or ``jvp``'s wrapper): it has no storage for the kernels to read, so calls on it
+    go through ``ops.checked_forward``, whose transform rules unwrap it. False while
+    ``torch.compile`` traces (its tensors go through the custom ops)."""
+    return (not torch.compiler.is_compiling()
+            and torch._C._functorch.is_functorch_wrapped_tensor(x))
+
+
 def records_grad(x: torch.Tensor) -> bool:
     """Whether autograd records a call on ``x``."""
     return x.requires_grad and torch.is_grad_enabled()
@@ -85,11 +94,13 @@ def forward_signature(x: torch.Tensor, dim: object, dtype: object, temperature: 
 def repeat_forward(x: object, dim: object, dtype: object, temperature: object, variant: object,
                    log: bool) -> torch.Tensor | None:
     """The output of a public forward call when its ``forward_signature`` is kept and the call
-    may skip the checks: ``x`` is a plain tensor that autograd does not record (``plain`` and
-    ``records_grad`` spelt out inline, as this runs before every repeat call). None otherwise;
-    the caller then takes the full path."""
+    may skip the checks: ``x`` is a plain tensor that autograd does not record and no
+    ``torch.func`` transform wraps (``plain``, ``records_grad`` and ``transformed`` spelt out
+    inline, as this runs before every repeat call). None otherwise; the caller then takes the
+    full path."""
     if (type(x) is not torch.Tensor or (x.requires_grad and torch.is_grad_enabled())
-            or torch.compiler.is_compiling()):
+            or torch.compiler.is_compiling()
+            or torch._C._functorch.is_functorch_wrapped_tensor(x)):
         return None
     try:
         call = _calls.get(forward_signature(x, dim, dtype, temperature, variant, log))

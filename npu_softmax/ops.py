@@ -21,7 +21,10 @@ device the public API accepts has an implementation.
 
 Eager calls from ``api`` skip the op's dispatch: ``eager_forward`` runs the op's body, and
 ``eager_differentiable`` the same under a ``torch.autograd.Function`` when autograd records the
-call. Forward and backward bodies keep their launch per call signature (``eager``).
+call. Forward and backward bodies keep their launch per call signature (``eager``). Calls on a
+``torch.func`` transform's tensors (``vmap``, ``grad``, ``jvp`` and what is built on them) go
+through a second ``torch.autograd.Function`` whose transform rules run the kernels on the
+unwrapped batch (``checked_forward``).
 """
 
 from typing import Optional
@@ -184,24 +187,101 @@ def differentiable_backward(grad: Tensor, output: Tensor, dim: int, input_dtype:
     return (dx / temperature).to(input_dtype)
 
 
+def _save(ctx: torch.autograd.function.FunctionCtx, x: Tensor, y: Tensor, dim: int,
+          temperature: float, log: bool, variant: Optional[str]) -> None:
+    # What the gradient needs: the output, and the arguments of ``backward``.
+    ctx.save_for_backward(y)
+    ctx.args = (dim, x.dtype, temperature, log, variant)
+
+
+def _gradient(ctx: torch.autograd.function.FunctionCtx, dy: Tensor) -> Tensor:
+    # ``backward``'s kernels, or torch ops where autograd records the backward or a
+    # ``torch.func`` transform's tensors come in (they have no storage for the kernels).
+    (y,) = ctx.saved_tensors
+    if torch.is_grad_enabled() or eager.transformed(dy) or eager.transformed(y):
+        return differentiable_backward(dy, y, *ctx.args)
+    return backward(dy, y, *ctx.args)
+
+
 class _EagerAutograd(torch.autograd.Function):
     """``eager_forward`` with its gradient from ``backward``'s kernels, or from
-    ``differentiable_backward`` when autograd records the backward (``create_graph=True``)."""
+    ``differentiable_backward`` when autograd records the backward (``create_graph=True``).
+    No ``setup_context``: with one, every ``apply`` binds its arguments through ``inspect``,
+    tens of microseconds of host time per call."""
 
     @staticmethod
     def forward(ctx: torch.autograd.function.FunctionCtx, key: tuple, x: Tensor, dim: int,
                 out_dtype: torch.dtype, temperature: float, log: bool,
                 variant: Optional[str]) -> Tensor:
         y = eager_forward(key, x, dim, out_dtype, temperature, log, variant)
-        ctx.save_for_backward(y)
-        ctx.args = (dim, x.dtype, temperature, log, variant)
+        _save(ctx, x, y, dim, temperature, log, variant)
         return y
 
     @staticmethod
     def backward(ctx: torch.autograd.function.FunctionCtx, dy: Tensor) -> tuple:
+        return None, _gradient(ctx, dy), None, None, None, None, None
+
+
+class _TransformAutograd(torch.autograd.Function):
+    """The forward on ``torch.func`` transforms' tensors, with the rules the transforms call:
+    ``vmap`` runs the kernels once on the whole batch, ``jvp`` gives the forward-mode
+    derivative, the gradient is ``_EagerAutograd``'s (from torch ops: ``torch.func.grad``
+    records the backward). Its ``forward`` gets the tensor unwrapped, a kernels' tensor."""
+
+    @staticmethod
+    def forward(x: Tensor, dim: int, out_dtype: torch.dtype, temperature: float, log: bool,
+                variant: Optional[str]) -> Tensor:
+        return checked_forward(x, dim, out_dtype, temperature, log, variant)
+
+    @staticmethod
+    def setup_context(ctx: torch.autograd.function.FunctionCtx, inputs: tuple,
+                      output: Tensor) -> None:
+        x, dim, _, temperature, log, variant = inputs
+        _save(ctx, x, output, dim, temperature, log, variant)
+        ctx.save_for_forward(output)
+
+    @staticmethod
+    def backward(ctx: torch.autograd.function.FunctionCtx, dy: Tensor) -> tuple:
+        return _gradient(ctx, dy), None, None, None, None, None
+
+    @staticmethod
+    def jvp(ctx: torch.autograd.function.FunctionCtx, x_t: Tensor, *_: None) -> Tensor:
+        # d softmax = y * (t - sum(y * t)), d log_softmax = t - sum(exp(y) * t), with
+        # t = x_t / temperature; in float32 at least, like the kernels.
         (y,) = ctx.saved_tensors
-        grad = differentiable_backward if torch.is_grad_enabled() else backward
-        return None, grad(dy, y, *ctx.args), None, None, None, None, None
+        dim, _, temperature, log, _ = ctx.args
+        acc = torch.promote_types(y.dtype, torch.float32)
+        t, p = x_t.to(acc) / temperature, y.to(acc)
+        if log:
+            return (t - (p.exp() * t).sum(dim, keepdim=True)).to(y.dtype)
+        return (p * (t - (p * t).sum(dim, keepdim=True))).to(y.dtype)
+
+    @staticmethod
+    def vmap(info: object, in_dims: tuple, x: Tensor, dim: int, out_dtype: torch.dtype,
+             temperature: float, log: bool, variant: Optional[str]) -> tuple[Tensor, int]:
+        # The batch as one tensor, its batch dim first: each sample's dim is one further on.
+        # A sample of no dims is a row of one element.
+        xb = x.movedim(in_dims[0], 0)
+        if xb.dim() == 1:
+            return checked_forward(xb[:, None], 1, out_dtype, temperature, log, variant)[:, 0], 0
+        return checked_forward(xb, dim + 1, out_dtype, temperature, log, variant), 0
+
+
+def checked_forward(x: Tensor, dim: int, out_dtype: torch.dtype, temperature: float, log: bool,
+                    variant: Optional[str]) -> Tensor:
+    """The forward of a checked call (``dim`` wrapped, ``temperature`` a float) on any tensor:
+    a ``torch.func`` transform's through its rules, which unwrap it level by level; a plain
+    one as a public call with these arguments (its launch kept, under autograd when autograd
+    records it); a subclass's through the custom op."""
+    if eager.transformed(x):
+        return _TransformAutograd.apply(x, dim, out_dtype, temperature, log, variant)
+    if not eager.plain(x):
+        op = log_softmax if log else softmax
+        return op(x, dim, out_dtype, temperature, variant)
+    key = eager.forward_signature(x, dim, out_dtype, temperature, variant, log)
+    if eager.records_grad(x):
+        return _EagerAutograd.apply(key, x, dim, out_dtype, temperature, log, variant)
+    return eager_forward(key, x, dim, out_dtype, temperature, log, variant)
 
 
 def eager_differentiable(key: tuple, x: Tensor, dim: int, out_dtype: torch.dtype,

@@ -1,0 +1,123 @@
+"""``torch.func`` transforms over the public functions, on every device that runs the kernels:
+``vmap`` runs the kernels once on the whole batch (out= and in place too), and ``grad``,
+``vjp``, ``jacrev``, ``jacfwd``, ``jvp``, ``hessian`` and their compositions match torch's own
+transforms of ``torch.softmax`` in float64."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from _ref import DTYPES, assert_close, assert_softmax_close, reference
+
+import npu_softmax as ns
+from npu_softmax import eager, launcher
+from npu_softmax.checks import supported_dtypes
+
+FUNCS = {"softmax": (ns.softmax, torch.softmax), "log_softmax": (ns.log_softmax, torch.log_softmax)}
+INPLACE = {"softmax": ns.softmax_, "log_softmax": ns.log_softmax_}
+
+
+def _check(y: torch.Tensor, ref: torch.Tensor, log: bool) -> None:
+    if log:
+        assert_close(y, ref, y.dtype)
+    else:
+        assert_softmax_close(y, ref)
+
+
+@pytest.fixture
+def launches(monkeypatch: pytest.MonkeyPatch) -> list[tuple[int, ...]]:
+    """The shapes of the inputs the forward kernels are planned and launched for, as the test
+    goes, from an empty cache of kept launches (a repeat of a kept one is not listed)."""
+    monkeypatch.setattr(eager, "_calls", {})
+    shapes: list[tuple[int, ...]] = []
+    launch = launcher.launch_softmax
+
+    def spy(x: torch.Tensor, *args: object, **kwargs: object) -> object:
+        shapes.append(tuple(x.shape))
+        return launch(x, *args, **kwargs)
+
+    monkeypatch.setattr(launcher, "launch_softmax", spy)
+    return shapes
+
+
+@pytest.mark.parametrize("name", FUNCS)
+@pytest.mark.parametrize("in_dim,dim", [(0, -1), (1, 0), (2, 1)])
+def test_vmap_runs_the_batch_at_once(kernel_device: str, launches: list, name: str,
+                                     in_dim: int, dim: int) -> None:
+    fn, _ = FUNCS[name]
+    log = name == "log_softmax"
+    batch_dim = dim + 1 if dim >= 0 else dim  # the sample's dim in the batch, batch first
+    for dtype in [d for d in DTYPES if d in supported_dtypes(torch.device(kernel_device))]:
+        launches.clear()
+        for _ in range(2):  # the second call repeats the first one's kept launch
+            x = (torch.randn(5, 37, 23, device=kernel_device) * 4).to(dtype)
+            batch = x.movedim(in_dim, 0)
+            y = torch.vmap(lambda s: fn(s, dim), in_dims=in_dim)(x)  # noqa: B023
+            assert launches == [tuple(batch.shape)], "one launch on the whole batch"
+            assert y.dtype == dtype and y.shape == batch.shape
+            _check(y, reference(batch, batch_dim, log), log)
+        y = torch.vmap(lambda s: fn(s, dim, temperature=0.7), in_dims=in_dim)(x)  # noqa: B023
+        assert set(launches) == {tuple(batch.shape)}
+        _check(y, reference(batch, batch_dim, log, temperature=0.7), log)
+        if dtype != torch.float32:  # dtype=: cast first, as torch does
+            y = torch.vmap(lambda s: fn(s, dim, dtype=torch.float32), in_dims=in_dim)(x)  # noqa: B023
+            assert y.dtype == torch.float32
+            _check(y, reference(batch, batch_dim, log, dtype=torch.float32), log)
+
+
+@pytest.mark.parametrize("name", FUNCS)
+def test_vmap_out_inplace_nested_and_scalar_samples(kernel_device: str, name: str) -> None:
+    fn, _ = FUNCS[name]
+    log = name == "log_softmax"
+    x = torch.randn(6, 3, 41, device=kernel_device) * 4
+    ref = reference(x, -1, log)
+    out = torch.full_like(x, float("nan"))
+    torch.vmap(lambda s, o: fn(s, -1, out=o))(x, out)
+    _check(out, ref, log)
+    inplace = x.clone()
+    torch.vmap(lambda s: INPLACE[name](s, -1))(inplace)
+    _check(inplace, ref, log)
+    # Two levels of vmap: samples of one dim.
+    _check(torch.vmap(torch.vmap(lambda s: fn(s, 0)))(x), ref, log)
+    # Samples of no dims: each its own row of one element (probability 1, log 0).
+    _check(torch.vmap(lambda s: fn(s, 0))(x[0, 0]), reference(x[0, 0, :, None], 1, log)[:, 0],
+           log)
+    with pytest.raises(IndexError):
+        torch.vmap(lambda s: fn(s, 2))(x)  # the sample has 2 dims
+
+
+@pytest.mark.parametrize("name", FUNCS)
+def test_derivative_transforms_match_float64(kernel_device: str, name: str) -> None:
+    fn, torch_fn = FUNCS[name]
+    x = torch.randn(4, 19, device=kernel_device) * 3
+    w = torch.randn(4, 19, device=kernel_device)
+    x64, w64 = x.cpu().double(), w.cpu().double()
+
+    def ours(t: torch.Tensor, v: torch.Tensor = w) -> torch.Tensor:
+        return (fn(t, -1, temperature=0.7) * v).sum()
+
+    def theirs(t: torch.Tensor, v: torch.Tensor = w64) -> torch.Tensor:
+        return (torch_fn(t / 0.7, -1) * v).sum()
+
+    def row(t: torch.Tensor) -> torch.Tensor:
+        return fn(t, -1, temperature=0.7)
+
+    def row64(t: torch.Tensor) -> torch.Tensor:
+        return torch_fn(t / 0.7, -1)
+
+    func = torch.func
+    pairs = {
+        "grad": (func.grad(ours)(x), func.grad(theirs)(x64)),
+        "jacrev": (func.jacrev(row)(x[0]), func.jacrev(row64)(x64[0])),
+        "jacfwd": (func.jacfwd(row)(x[0]), func.jacfwd(row64)(x64[0])),
+        "vjp": (func.vjp(row, x)[1](w)[0], func.vjp(row64, x64)[1](w64)[0]),
+        "jvp": (func.jvp(row, (x,), (w,))[1], func.jvp(row64, (x64,), (w64,))[1]),
+        "hessian": (func.hessian(ours)(x[:1], w[:1]), func.hessian(theirs)(x64[:1], w64[:1])),
+        "vmap(grad)": (torch.vmap(func.grad(ours))(x, w), torch.vmap(func.grad(theirs))(x64, w64)),
+        "grad(vmap)": (func.grad(lambda t: (torch.vmap(row)(t) * w).sum())(x),
+                       func.grad(lambda t: (torch.vmap(row64)(t) * w64).sum())(x64)),
+    }
+    for transform, (got, want) in pairs.items():
+        assert got.dtype == torch.float32, transform
+        # Float32 derivatives of float32 results: a few roundings each.
+        assert_close(got, want, torch.float32, scale=4)
