@@ -121,3 +121,17 @@ def test_derivative_transforms_match_float64(kernel_device: str, name: str) -> N
         assert got.dtype == torch.float32, transform
         # Float32 derivatives of float32 results: a few roundings each.
         assert_close(got, want, torch.float32, scale=4)
+
+
+def test_routed_torch_softmax_under_transforms(kernel_device: str, launches: list) -> None:
+    """With ``enable()``, torch's own batching and derivative rules call the routed kernels."""
+    x = torch.randn(6, 3, 41, device=kernel_device) * 4
+    w = torch.randn(6, 3, 41, device=kernel_device)
+    x64 = x.cpu().double().requires_grad_()
+    (torch.log_softmax(x64, -1) * w.cpu().double()).sum().backward()
+    with ns.enabled():
+        y = torch.vmap(lambda s: torch.softmax(s, -1), in_dims=1)(x)
+        assert launches == [(3, 6, 41)], "one launch on the whole batch"
+        g = torch.func.grad(lambda t: (torch.log_softmax(t, -1) * w).sum())(x)
+    assert_softmax_close(y, reference(x.movedim(1, 0), -1))
+    assert_close(g, x64.grad, torch.float32, scale=4)
