@@ -99,14 +99,10 @@ def _dispatch(log: bool, x: torch.Tensor, dim: int, dtype: torch.dtype | None,
     t = checks.check_temperature(fn, temperature)
     wrapped = checks.wrap_dim(dim, x.dim())
     if out is None:
-        if eager.transformed(x):
-            return ops.checked_forward(x, wrapped, out_dtype, t, log, variant)
-        if not eager.plain(x):
-            op = ops.log_softmax if log else ops.softmax
-            return op(x, wrapped, dtype, t, variant)
-        key = eager.forward_signature(x, dim, dtype, temperature, variant, log)
-        run = ops.eager_differentiable if eager.records_grad(x) else ops.eager_forward
-        return run(key, x, wrapped, out_dtype, t, log, variant)
+        # Kept under the arguments as given, the key ``eager.repeat_forward`` looks up.
+        key = eager.forward_signature(x, dim, dtype, temperature, variant, log) if (
+            eager.plain(x)) else None
+        return ops.checked_forward(x, wrapped, out_dtype, t, log, variant, key)
     checks.check_out(fn, x, out, out_dtype)
     _no_grad(fn, x, out)
     if eager.transformed(x) or eager.transformed(out):

@@ -19,12 +19,12 @@ against the Triton target (inside the op, so tracing never sees the driver looku
 a device the kernels do not serve (CPU without the interpreter) run torch's own softmax, so every
 device the public API accepts has an implementation.
 
-Eager calls from ``api`` skip the op's dispatch: ``eager_forward`` runs the op's body, and
-``eager_differentiable`` the same under a ``torch.autograd.Function`` when autograd records the
-call. Forward and backward bodies keep their launch per call signature (``eager``). Calls on a
-``torch.func`` transform's tensors (``vmap``, ``grad``, ``jvp`` and what is built on them) go
-through a second ``torch.autograd.Function`` whose transform rules run the kernels on the
-unwrapped batch (``checked_forward``).
+Eager calls from ``api`` skip the op's dispatch (``checked_forward``): ``eager_forward`` runs
+the op's body, under a ``torch.autograd.Function`` when autograd records the call. Forward and
+backward bodies keep their launch per call signature (``eager``). Calls on a ``torch.func``
+transform's tensors (``vmap``, ``grad``, ``jvp`` and what is built on them) go through a
+second ``torch.autograd.Function`` whose transform rules run the kernels on the unwrapped
+batch.
 """
 
 from typing import Optional
@@ -268,27 +268,22 @@ class _TransformAutograd(torch.autograd.Function):
 
 
 def checked_forward(x: Tensor, dim: int, out_dtype: torch.dtype, temperature: float, log: bool,
-                    variant: Optional[str]) -> Tensor:
+                    variant: Optional[str], key: Optional[tuple] = None) -> Tensor:
     """The forward of a checked call (``dim`` wrapped, ``temperature`` a float) on any tensor:
     a ``torch.func`` transform's through its rules, which unwrap it level by level; a plain
-    one as a public call with these arguments (its launch kept, under autograd when autograd
-    records it); a subclass's through the custom op."""
+    one's launch kept under ``key`` (the caller's signature of the call; None: that of a
+    public call with these arguments, which means the same), under autograd when autograd
+    records it; a subclass's, or a traced one's, through the custom op."""
     if eager.transformed(x):
         return _TransformAutograd.apply(x, dim, out_dtype, temperature, log, variant)
     if not eager.plain(x):
         op = log_softmax if log else softmax
         return op(x, dim, out_dtype, temperature, variant)
-    key = eager.forward_signature(x, dim, out_dtype, temperature, variant, log)
+    if key is None:
+        key = eager.forward_signature(x, dim, out_dtype, temperature, variant, log)
     if eager.records_grad(x):
         return _EagerAutograd.apply(key, x, dim, out_dtype, temperature, log, variant)
     return eager_forward(key, x, dim, out_dtype, temperature, log, variant)
-
-
-def eager_differentiable(key: tuple, x: Tensor, dim: int, out_dtype: torch.dtype,
-                         temperature: float, log: bool, variant: Optional[str]) -> Tensor:
-    """``eager_forward`` recorded by autograd, still without the op's dispatch (the op's own
-    autograd serves ``torch.compile``)."""
-    return _EagerAutograd.apply(key, x, dim, out_dtype, temperature, log, variant)
 
 
 def _define(log: bool) -> tuple:
