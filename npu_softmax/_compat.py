@@ -6,6 +6,7 @@ Everything else in the package uses only the API both share.
 from __future__ import annotations
 
 import functools
+import importlib.util
 import inspect
 import operator
 import os
@@ -29,6 +30,13 @@ except ImportError:  # triton-ascend 3.2: kernels only call these under a False 
     @triton.jit
     def gdc_launch_dependents() -> None:
         """Stands in for upstream's ``gdc_launch_dependents`` (let the next launch start)."""
+
+
+#: Whether the kernels take a float32 ``exp`` as ``exp2``: upstream Triton lowers ``exp2`` to the
+#: GPU's own instruction (NVIDIA's ``ex2.approx.ftz``, where ``tl.exp`` adds a guard for
+#: subnormal results, three more instructions an element). triton-ascend (its ``ascend``
+#: backend) keeps ``tl.exp``, its vector unit's own.
+EXP_AS_EXP2 = importlib.util.find_spec("triton.backends.ascend") is None
 
 
 def interpreter_enabled() -> bool:

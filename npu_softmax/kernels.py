@@ -58,11 +58,26 @@ the last), are in ``kernels_cols``.
 import triton
 import triton.language as tl
 
-from ._compat import gdc_launch_dependents, gdc_wait
+from ._compat import EXP_AS_EXP2, gdc_launch_dependents, gdc_wait
 
 #: Chunk of the row kernel's element stores for 2-byte rows whose output is not aligned like
 #: their input.
 FALLBACK_CHUNK: tl.constexpr = tl.constexpr(256)
+
+
+#: ``_exp``'s form (``_compat.EXP_AS_EXP2``), and the factor it takes.
+EXP2: tl.constexpr = tl.constexpr(EXP_AS_EXP2)
+LOG2E: tl.constexpr = tl.constexpr(1.4426950408889634)
+
+
+@triton.jit
+def _exp(x):
+    # exp(x) = 2 ** (x * log2(e)) for float32 on GPUs: the hardware's exp2 with no guard for
+    # subnormal results (below 2**-126, they are 0). ``tl.exp`` elsewhere, and for float64.
+    if EXP2:
+        if x.dtype == tl.float32:
+            return tl.math.exp2(x * LOG2E)
+    return tl.exp(x)
 
 
 @triton.jit
@@ -185,7 +200,7 @@ def _finish(x, shift, norm, LOG: tl.constexpr):
     if LOG:
         y = (x - shift) - norm
     else:
-        y = tl.exp(x - shift) * norm
+        y = _exp(x - shift) * norm
     return y
 
 
@@ -211,7 +226,7 @@ def _merge_stats(m, d, x):
     # The running max ``m`` and sum ``d = sum(exp(. - m))`` with the elements of ``x`` added.
     m_new = tl.maximum(m, tl.max(x, axis=0))
     shift = _safe_shift(m_new)
-    return m_new, d * tl.exp(m - shift) + tl.sum(tl.exp(x - shift), axis=0)
+    return m_new, d * _exp(m - shift) + tl.sum(_exp(x - shift), axis=0)
 
 
 @triton.jit
@@ -237,7 +252,7 @@ def _merge_lane_stats(m, d, x):
     # takes column j): element-wise, no reduction across lanes.
     m_new = tl.maximum(m, tl.max(x, axis=0))
     shift = _safe_shift(m_new)
-    return m_new, d * tl.exp(m - shift) + tl.sum(tl.exp(x - shift[None, :]), axis=0)
+    return m_new, d * _exp(m - shift) + tl.sum(_exp(x - shift[None, :]), axis=0)
 
 
 @triton.jit
@@ -281,7 +296,7 @@ def _range_stats(x_row, col_stride, cols, lo, hi, scale, BLOCK_N: tl.constexpr,
                                scale, ACC_TY, EVICT, VEC)
                 m, d = _merge_lane_stats(m, d, x)
         m_row = tl.max(m, axis=0)
-        d_row = tl.sum(d * tl.exp(m - _safe_shift(m_row)), axis=0)
+        d_row = tl.sum(d * _exp(m - _safe_shift(m_row)), axis=0)
     else:
         m_row = tl.full([], float("-inf"), ACC_TY)
         d_row = tl.zeros([], ACC_TY)
@@ -425,11 +440,11 @@ def softmax_row_kernel(
         if VEC > 1:
             m = tl.maximum(m, tl.max(xe, axis=0))
         shift = _safe_shift(m)
-        d = tl.sum(tl.exp(x - shift), axis=0)
+        d = tl.sum(_exp(x - shift), axis=0)
         if TAIL_N > 0:
-            d += tl.sum(tl.exp(xt - shift), axis=0)
+            d += tl.sum(_exp(xt - shift), axis=0)
         if VEC > 1:
-            d += tl.sum(tl.exp(xe - shift), axis=0)
+            d += tl.sum(_exp(xe - shift), axis=0)
         norm = _norm(d, LOG)
         y_row = y_ptr + _row_start(row, n_inner, y_outer_stride, y_inner_stride, ALIGN)
         if VEC > 1:
@@ -501,9 +516,9 @@ def softmax_tile_kernel(
                        ACC_TY, "")
             m = tl.maximum(m, tl.max(xt, axis=1))
         shift = _safe_shift(m)[:, None]
-        d = tl.sum(tl.exp(x - shift), axis=1)
+        d = tl.sum(_exp(x - shift), axis=1)
         if TAIL_N > 0:
-            d += tl.sum(tl.exp(xt - shift), axis=1)
+            d += tl.sum(_exp(xt - shift), axis=1)
         norm = _norm(d, LOG)[:, None]
         y_start = _row_start(rows, n_inner, y_outer_stride, y_inner_stride, ALIGN)[:, None]
         tl.store(y_ptr + y_start + cols * y_col_stride,
@@ -606,7 +621,7 @@ def softmax_split_norm_kernel(
         m_parts = tl.load(parts)
         d_parts = tl.load(parts + n_items)
         shift = _safe_shift(tl.max(m_parts, axis=0))
-        d = tl.sum(d_parts * tl.exp(m_parts - shift), axis=0)
+        d = tl.sum(d_parts * _exp(m_parts - shift), axis=0)
         x_row = x_ptr + _row_start(row, n_inner, x_outer_stride, x_inner_stride, ALIGN)
         y_row = y_ptr + _row_start(row, n_inner, y_outer_stride, y_inner_stride, ALIGN)
         _range_normalize(x_row, y_row, x_col_stride, y_col_stride, cols, lo, hi,

@@ -18,7 +18,7 @@ import triton
 import triton.language as tl
 
 from ._compat import gdc_launch_dependents, gdc_wait
-from .kernels import _aligned, _row_start, _split_range, _widen
+from .kernels import _aligned, _exp, _row_start, _split_range, _widen
 
 
 @triton.jit
@@ -34,7 +34,7 @@ def _term(dy, y, LOG: tl.constexpr):
 @triton.jit
 def _grad(dy, y, dot, scale, LOG: tl.constexpr):
     if LOG:
-        dx = dy - tl.exp(y) * dot
+        dx = dy - _exp(y) * dot
     else:
         dx = y * (dy - dot)
     return dx * scale

@@ -23,7 +23,16 @@ import triton
 import triton.language as tl
 
 from ._compat import gdc_launch_dependents, gdc_wait
-from .kernels import _finish, _load, _merge_lane_stats, _norm, _safe_shift, _split_range, _widen
+from .kernels import (
+    _exp,
+    _finish,
+    _load,
+    _merge_lane_stats,
+    _norm,
+    _safe_shift,
+    _split_range,
+    _widen,
+)
 from .kernels_backward import _grad, _load_pair, _term
 
 
@@ -112,7 +121,7 @@ def softmax_cols_kernel(
             mask = imask & (c < n_cols)
             x = _load(x_lanes + c * x_col_stride, mask, scale, ACC_TY, "")
             shift = _safe_shift(tl.max(x, axis=0))[None, :]
-            norm = _norm(tl.sum(tl.exp(x - shift), axis=0), LOG)[None, :]
+            norm = _norm(tl.sum(_exp(x - shift), axis=0), LOG)[None, :]
             tl.store(y_lanes + c * y_col_stride, _finish(x, shift, norm, LOG).to(OUT_TY),
                      mask=mask, cache_modifier=STORE_CACHE)
         else:
@@ -174,7 +183,7 @@ def softmax_cols_split_norm_kernel(
         m_parts = tl.load(parts)
         d_parts = tl.load(parts + n_items * BLOCK_I)
         shift = _safe_shift(tl.max(m_parts, axis=0))[None, :]
-        d = tl.sum(d_parts * tl.exp(m_parts - shift), axis=0)
+        d = tl.sum(d_parts * _exp(m_parts - shift), axis=0)
         _cols_normalize(x_ptr + outer * x_outer_stride + inner * x_inner_stride,
                         y_ptr + outer * y_outer_stride + inner * y_inner_stride, imask,
                         x_col_stride, y_col_stride, c, lo, hi, shift, _norm(d, LOG)[None, :],
