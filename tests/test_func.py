@@ -10,7 +10,7 @@ import torch
 from _ref import DTYPES, assert_close, assert_softmax_close, reference
 
 import npu_softmax as ns
-from npu_softmax import eager, launcher
+from npu_softmax import batching, eager, launcher, ops
 from npu_softmax.checks import supported_dtypes
 
 FUNCS = {"softmax": (ns.softmax, torch.softmax), "log_softmax": (ns.log_softmax, torch.log_softmax)}
@@ -22,6 +22,15 @@ def _check(y: torch.Tensor, ref: torch.Tensor, log: bool) -> None:
         assert_close(y, ref, y.dtype)
     else:
         assert_softmax_close(y, ref)
+
+
+@pytest.fixture(params=["direct", "rule"], autouse=True)
+def vmap_route(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Each test twice: with a vmap batch unwrapped directly (``batching``), and through the
+    ``torch.autograd.Function`` rule, the way a torch without functorch's primitives goes."""
+    if request.param == "rule":
+        monkeypatch.setattr(batching, "available", False)
+    return request.param
 
 
 @pytest.fixture
@@ -42,8 +51,13 @@ def launches(monkeypatch: pytest.MonkeyPatch) -> list[tuple[int, ...]]:
 
 @pytest.mark.parametrize("name", FUNCS)
 @pytest.mark.parametrize("in_dim,dim", [(0, -1), (1, 0), (2, 1)])
-def test_vmap_runs_the_batch_at_once(kernel_device: str, launches: list, name: str,
-                                     in_dim: int, dim: int) -> None:
+def test_vmap_runs_the_batch_at_once(kernel_device: str, launches: list, vmap_route: str,
+                                     monkeypatch: pytest.MonkeyPatch, name: str, in_dim: int,
+                                     dim: int) -> None:
+    rule_calls = []
+    rule = ops._TransformAutograd.vmap
+    monkeypatch.setattr(ops._TransformAutograd, "vmap",
+                        staticmethod(lambda *a: rule_calls.append(1) or rule(*a)))
     fn, _ = FUNCS[name]
     log = name == "log_softmax"
     batch_dim = dim + 1 if dim >= 0 else dim  # the sample's dim in the batch, batch first
@@ -63,6 +77,7 @@ def test_vmap_runs_the_batch_at_once(kernel_device: str, launches: list, name: s
             y = torch.vmap(lambda s: fn(s, dim, dtype=torch.float32), in_dims=in_dim)(x)  # noqa: B023
             assert y.dtype == torch.float32
             _check(y, reference(batch, batch_dim, log, dtype=torch.float32), log)
+    assert bool(rule_calls) == (vmap_route == "rule")
 
 
 @pytest.mark.parametrize("name", FUNCS)
@@ -82,8 +97,24 @@ def test_vmap_out_inplace_nested_and_scalar_samples(kernel_device: str, name: st
     # Samples of no dims: each its own row of one element (probability 1, log 0).
     _check(torch.vmap(lambda s: fn(s, 0))(x[0, 0]), reference(x[0, 0, :, None], 1, log)[:, 0],
            log)
+    # A tensor batched at an outer level only, called inside an inner vmap.
+    w = torch.randn(5, 41, device=kernel_device)
+    y = torch.vmap(lambda a: torch.vmap(lambda b: fn(a, -1) * b)(w))(x[:, 0])
+    _check(y, reference(x[:, 0], -1, log)[:, None] * w.cpu().double(), log)
     with pytest.raises(IndexError):
         torch.vmap(lambda s: fn(s, 2))(x)  # the sample has 2 dims
+
+
+@pytest.mark.parametrize("name", FUNCS)
+def test_vmap_under_autograd(kernel_device: str, name: str) -> None:
+    """Autograd outside the transform records the batch's call: its gradient is the kernels'."""
+    fn, torch_fn = FUNCS[name]
+    x = (torch.randn(7, 5, 29, device=kernel_device) * 3).requires_grad_()
+    w = torch.randn(7, 5, 29, device=kernel_device)
+    (torch.vmap(lambda s: fn(s, 0), in_dims=2, out_dims=2)(x) * w).sum().backward()
+    x64 = x.detach().cpu().double().requires_grad_()
+    (torch_fn(x64, 0) * w.cpu().double()).sum().backward()
+    assert_close(x.grad, x64.grad, torch.float32, scale=4)
 
 
 @pytest.mark.parametrize("name", FUNCS)

@@ -1,0 +1,40 @@
+"""Calls under ``torch.func.vmap``, unwrapped with functorch's own primitives.
+
+``_TransformAutograd``'s ``vmap`` rule (``ops``) is correct, but torch's machinery around a
+``torch.autograd.Function`` under a transform (argument binding, pytree walks, output
+wrapping) costs about a hundred microseconds of host time per call, several times what the
+kernels run on a small batch. A call whose tensor is batched at the innermost ``vmap`` level
+takes the direct way instead: the batch is unwrapped, run below that level with its batch dim
+first, and its result wrapped back at the level, which is what the rule's machinery does.
+Where torch lacks the primitives (``available`` False), calls go through the rule.
+"""
+
+from typing import Callable, Optional
+
+import torch
+
+_functorch = torch._C._functorch
+available = all(hasattr(_functorch, name) for name in (
+    "is_batchedtensor", "maybe_get_level", "maybe_current_level", "_unwrap_batched",
+    "_add_batch_dim", "pop_dynamic_layer_stack", "push_dynamic_layer_stack"))
+
+
+def innermost_level(x: torch.Tensor) -> Optional[int]:
+    """The innermost ``vmap`` level if ``x`` is batched at it, else None."""
+    if not available or not _functorch.is_batchedtensor(x):
+        return None
+    level = _functorch.maybe_get_level(x)
+    return level if level == _functorch.maybe_current_level() else None
+
+
+def run_batched(x: torch.Tensor, level: int,
+                fn: Callable[[torch.Tensor], torch.Tensor]) -> torch.Tensor:
+    """``fn`` on ``x``'s whole batch at ``level`` (a tensor of one more dim, the batch dim
+    first), run below the level; its result (batch dim first) as a tensor batched there."""
+    inner, batch_dim = _functorch._unwrap_batched(x, level)
+    layer = _functorch.pop_dynamic_layer_stack()
+    try:
+        out = fn(inner.movedim(batch_dim, 0))
+    finally:
+        _functorch.push_dynamic_layer_stack(layer)
+    return _functorch._add_batch_dim(out, 0, level)
