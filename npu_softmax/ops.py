@@ -277,10 +277,10 @@ def checked_forward(x: Tensor, dim: int, out_dtype: torch.dtype, temperature: fl
                     variant: Optional[str], key: Optional[tuple] = None) -> Tensor:
     """The forward of a checked call (``dim`` wrapped, ``temperature`` a float) on any tensor:
     a ``torch.func`` transform's through its rules, which unwrap it level by level (a batch
-    of the innermost ``vmap`` level directly, ``batching``); a plain
-    one's launch kept under ``key`` (the caller's signature of the call; None: that of a
-    public call with these arguments, which means the same), under autograd when autograd
-    records it; a subclass's, or a traced one's, through the custom op."""
+    of the innermost ``vmap`` level directly, ``batching``); a plain one's launch kept under
+    ``key`` (the caller's signature of the call; None: that of a public call with these
+    arguments, which means the same), under autograd when autograd records it; a subclass's,
+    or a traced one's, through the custom op."""
     if eager.transformed(x):
         level = batching.innermost_level(x)
         if level is not None:
