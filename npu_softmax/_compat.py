@@ -37,6 +37,10 @@ except ImportError:  # triton-ascend 3.2: kernels only call these under a False 
 #: subnormal results, three more instructions an element). triton-ascend (its ``ascend``
 #: backend) keeps ``tl.exp``, its vector unit's own.
 EXP_AS_EXP2 = importlib.util.find_spec("triton.backends.ascend") is None
+#: Whether the row and tile kernels keep a 2-byte block as loaded until they use it
+#: (``kernels._hold``). Upstream Triton then holds it in half the registers, so more rows fit an
+#: SM at once; triton-ascend, with nothing measured on its unified buffer, widens it at once.
+HOLD_AS_LOADED = EXP_AS_EXP2
 
 
 def interpreter_enabled() -> bool:

@@ -20,6 +20,10 @@ a sampling temperature costs no extra pass over memory) and, with ``LOG`` set, w
 still needs), and the looped kernels read a row's two passes with its L2 eviction policies
 (``launcher`` takes both from the backend). The backward kernels are in ``kernels_backward``.
 
+The row and tile kernels hold a row from its load to its store. On GPUs they hold a 2-byte
+input as loaded, widening it only where they use it (``_hold``): it takes half the registers of
+float32, so more programs share an SM.
+
 Triton proves a row 16-byte aligned, and loads it in 16-byte vectors, only from arguments
 divisible by 16. Every kernel takes ``ALIGN``: where the launcher has found the row length and
 the row strides divisible by a power of two of elements up to a vector's (a vector in rows of
@@ -58,7 +62,7 @@ the last), are in ``kernels_cols``.
 import triton
 import triton.language as tl
 
-from ._compat import EXP_AS_EXP2, gdc_launch_dependents, gdc_wait
+from ._compat import EXP_AS_EXP2, HOLD_AS_LOADED, gdc_launch_dependents, gdc_wait
 
 #: Chunk of the row kernel's element stores for 2-byte rows whose output is not aligned like
 #: their input.
@@ -68,6 +72,8 @@ FALLBACK_CHUNK: tl.constexpr = tl.constexpr(256)
 #: ``_exp``'s form (``_compat.EXP_AS_EXP2``), and the factor it takes.
 EXP2: tl.constexpr = tl.constexpr(EXP_AS_EXP2)
 LOG2E: tl.constexpr = tl.constexpr(1.4426950408889634)
+#: ``_hold``'s form (``_compat.HOLD_AS_LOADED``).
+HOLD_RAW: tl.constexpr = tl.constexpr(HOLD_AS_LOADED)
 
 
 @triton.jit
@@ -105,10 +111,47 @@ def _row_start(rows, n_inner, outer_stride, inner_stride, ALIGN: tl.constexpr):
 
 
 @triton.jit
+def _load_raw(ptrs, mask, EVICT: tl.constexpr):
+    # The input as stored. Masked lanes read -inf: they add nothing to the max and exp(-inf) = 0
+    # to the sum (scale > 0 keeps them -inf).
+    return tl.load(ptrs, mask=mask, other=float("-inf"), eviction_policy=EVICT)
+
+
+@triton.jit
+def _scaled(x, scale, ACC_TY: tl.constexpr):
+    return x.to(ACC_TY) * scale
+
+
+@triton.jit
+def _hold(x, scale, ACC_TY: tl.constexpr):
+    # What the row and tile kernels keep of a block they load. On GPUs a 2-byte input stays as
+    # loaded, 2 bytes a lane, half the registers of float32 (``_use`` scales it where it is
+    # used); other inputs are scaled at once.
+    if HOLD_RAW and x.dtype.primitive_bitwidth == 16:
+        held = x
+    else:
+        held = _scaled(x, scale, ACC_TY)
+    return held
+
+
+@triton.jit
+def _use(x, scale, ACC_TY: tl.constexpr):
+    # A block kept by ``_hold``, scaled in ACC_TY.
+    if x.dtype != ACC_TY:
+        x = _scaled(x, scale, ACC_TY)
+    return x
+
+
+@triton.jit
+def _held_max(x, scale, ACC_TY: tl.constexpr, axis: tl.constexpr):
+    # The max of ``_use(x)`` along ``axis``, taken before the scale where ``x`` is unscaled: a
+    # positive scale keeps the order (rounding is monotone), so the result is the same.
+    return _use(tl.max(x, axis=axis), scale, ACC_TY)
+
+
+@triton.jit
 def _load(ptrs, mask, scale, ACC_TY: tl.constexpr, EVICT: tl.constexpr):
-    # Masked lanes read -inf: they add nothing to the max and exp(-inf) = 0 to the sum
-    # (scale > 0 keeps them -inf).
-    return tl.load(ptrs, mask=mask, other=float("-inf"), eviction_policy=EVICT).to(ACC_TY) * scale
+    return _scaled(_load_raw(ptrs, mask, EVICT), scale, ACC_TY)
 
 
 @triton.jit
@@ -175,14 +218,20 @@ def _range_body(x_row, col_stride, lo, hi, VEC: tl.constexpr):
 
 
 @triton.jit
+def _load_body_raw(base, p, body, col_stride, EVICT: tl.constexpr, VEC: tl.constexpr):
+    # Lanes p of a range read from ``_range_body``, as stored, -inf past its end.
+    if VEC > 1:
+        x = _load_raw(base + p, p < body, EVICT)
+    else:
+        x = _load_raw(base + p * col_stride, p < body, EVICT)
+    return x
+
+
+@triton.jit
 def _load_body(base, p, body, col_stride, scale, ACC_TY: tl.constexpr, EVICT: tl.constexpr,
                VEC: tl.constexpr):
-    # Lanes p of a range read from ``_range_body``, scaled, -inf past its end.
-    if VEC > 1:
-        x = _load(base + p, p < body, scale, ACC_TY, EVICT)
-    else:
-        x = _load(base + p * col_stride, p < body, scale, ACC_TY, EVICT)
-    return x
+    # ``_load_body_raw``, scaled.
+    return _scaled(_load_body_raw(base, p, body, col_stride, EVICT, VEC), scale, ACC_TY)
 
 
 @triton.jit
@@ -387,16 +436,19 @@ def _range_normalize(x_row, y_row, x_col_stride, y_col_stride, cols, lo, hi, shi
 
 
 @triton.jit
-def _store_row_body(y_body, x, xt, cols, n_body, n_cols, y_col_stride, shift, norm,
+def _store_row_body(y_body, x, xt, cols, n_body, n_cols, y_col_stride, shift, norm, scale,
                     BLOCK_N: tl.constexpr, TAIL_N: tl.constexpr, INDEX_64: tl.constexpr,
-                    OUT_TY: tl.constexpr, LOG: tl.constexpr, STORE_CACHE: tl.constexpr):
-    # The row kernel's head block ``x`` and tail block ``xt`` (with TAIL_N > 0), columns
-    # ``cols`` and BLOCK_N.. of the ``n_body`` elements at ``y_body``.
-    tl.store(y_body + cols * y_col_stride, _finish(x, shift, norm, LOG).to(OUT_TY),
+                    OUT_TY: tl.constexpr, ACC_TY: tl.constexpr, LOG: tl.constexpr,
+                    STORE_CACHE: tl.constexpr):
+    # The row kernel's head block ``x`` and tail block ``xt`` (with TAIL_N > 0; both as
+    # loaded, unscaled), columns ``cols`` and BLOCK_N.. of the ``n_body`` elements at ``y_body``.
+    tl.store(y_body + cols * y_col_stride,
+             _finish(_use(x, scale, ACC_TY), shift, norm, LOG).to(OUT_TY),
              mask=cols < n_body, cache_modifier=STORE_CACHE)
     if TAIL_N > 0:
         t_cols, _ = _tail_cols(n_cols, BLOCK_N, TAIL_N, INDEX_64)
-        tl.store(y_body + t_cols * y_col_stride, _finish(xt, shift, norm, LOG).to(OUT_TY),
+        tl.store(y_body + t_cols * y_col_stride,
+                 _finish(_use(xt, scale, ACC_TY), shift, norm, LOG).to(OUT_TY),
                  mask=t_cols < n_body, cache_modifier=STORE_CACHE)
 
 
@@ -430,19 +482,21 @@ def softmax_row_kernel(
         if VEC > 1:
             e, e_mask = _edge_lanes(a, n_body, n_cols, VEC)
             xe = _load(x_row + e, e_mask, scale, ACC_TY, "")
-        x = _load_body(x_body, cols, n_body, x_col_stride, scale, ACC_TY, "", VEC)
+        # 2-byte blocks stay as loaded until used (``_hold``).
+        x = _hold(_load_body_raw(x_body, cols, n_body, x_col_stride, "", VEC), scale, ACC_TY)
         xt = x  # the tail block, where there is one
-        m = tl.max(x, axis=0)
+        m = _held_max(x, scale, ACC_TY, 0)
         if TAIL_N > 0:
             t_cols, _ = _tail_cols(n_cols, BLOCK_N, TAIL_N, INDEX_64)
-            xt = _load_body(x_body, t_cols, n_body, x_col_stride, scale, ACC_TY, "", VEC)
-            m = tl.maximum(m, tl.max(xt, axis=0))
+            xt = _hold(_load_body_raw(x_body, t_cols, n_body, x_col_stride, "", VEC), scale,
+                       ACC_TY)
+            m = tl.maximum(m, _held_max(xt, scale, ACC_TY, 0))
         if VEC > 1:
             m = tl.maximum(m, tl.max(xe, axis=0))
         shift = _safe_shift(m)
-        d = tl.sum(_exp(x - shift), axis=0)
+        d = tl.sum(_exp(_use(x, scale, ACC_TY) - shift), axis=0)
         if TAIL_N > 0:
-            d += tl.sum(_exp(xt - shift), axis=0)
+            d += tl.sum(_exp(_use(xt, scale, ACC_TY) - shift), axis=0)
         if VEC > 1:
             d += tl.sum(_exp(xe - shift), axis=0)
         norm = _norm(d, LOG)
@@ -453,7 +507,8 @@ def softmax_row_kernel(
             y_body, y_a, _ = _aligned_body(y_row, n_cols, VEC)
             if y_a == a:
                 _store_row_body(y_body, x, xt, cols, n_body, n_cols, y_col_stride, shift, norm,
-                                BLOCK_N, TAIL_N, INDEX_64, OUT_TY, LOG, STORE_CACHE)
+                                scale, BLOCK_N, TAIL_N, INDEX_64, OUT_TY, ACC_TY, LOG,
+                                STORE_CACHE)
             elif ITEM == 2:
                 # An output aligned otherwise takes element stores. For 2-byte rows they are of
                 # the body read again in small chunks, so that this rare path does not set the
@@ -464,10 +519,11 @@ def softmax_row_kernel(
                               OUT_TY, ACC_TY, LOG, "", STORE_CACHE, VEC)
             else:
                 _store_row_body(y_row + a, x, xt, cols, n_body, n_cols, y_col_stride, shift,
-                                norm, BLOCK_N, TAIL_N, INDEX_64, OUT_TY, LOG, STORE_CACHE)
+                                norm, scale, BLOCK_N, TAIL_N, INDEX_64, OUT_TY, ACC_TY, LOG,
+                                STORE_CACHE)
         else:
             _store_row_body(y_row, x, xt, cols, n_body, n_cols, y_col_stride, shift, norm,
-                            BLOCK_N, TAIL_N, INDEX_64, OUT_TY, LOG, STORE_CACHE)
+                            scale, BLOCK_N, TAIL_N, INDEX_64, OUT_TY, ACC_TY, LOG, STORE_CACHE)
 
 
 @triton.jit(do_not_specialize=["n_rows"])
@@ -503,30 +559,33 @@ def softmax_tile_kernel(
                         other=float("-inf"))
             cols = lanes - lead
             mask = row_mask & _in_window(lanes, lead, n_cols)
-            x = tl.where(mask, x.to(ACC_TY) * scale, float("-inf"))
+            x = tl.where(mask, _hold(x, scale, ACC_TY), float("-inf"))
         else:
             cols = lanes
             mask = row_mask & (cols < n_cols)
-            x = _load(x_ptr + x_start[:, None] + cols * x_col_stride, mask, scale, ACC_TY, "")
-        m = tl.max(x, axis=1)
+            x = _hold(_load_raw(x_ptr + x_start[:, None] + cols * x_col_stride, mask, ""), scale,
+                      ACC_TY)
+        # 2-byte tiles stay as loaded until used (``_hold``).
+        m = _held_max(x, scale, ACC_TY, 1)
         if TAIL_N > 0:
             t_cols, t_mask = _tail_cols(n_cols, BLOCK_N, TAIL_N, INDEX_64)
             t_mask = row_mask & t_mask[None, :]
-            xt = _load(x_ptr + x_start[:, None] + t_cols[None, :] * x_col_stride, t_mask, scale,
-                       ACC_TY, "")
-            m = tl.maximum(m, tl.max(xt, axis=1))
+            xt = _hold(_load_raw(x_ptr + x_start[:, None] + t_cols[None, :] * x_col_stride,
+                                 t_mask, ""), scale, ACC_TY)
+            m = tl.maximum(m, _held_max(xt, scale, ACC_TY, 1))
         shift = _safe_shift(m)[:, None]
-        d = tl.sum(_exp(x - shift), axis=1)
+        d = tl.sum(_exp(_use(x, scale, ACC_TY) - shift), axis=1)
         if TAIL_N > 0:
-            d += tl.sum(_exp(xt - shift), axis=1)
+            d += tl.sum(_exp(_use(xt, scale, ACC_TY) - shift), axis=1)
         norm = _norm(d, LOG)[:, None]
         y_start = _row_start(rows, n_inner, y_outer_stride, y_inner_stride, ALIGN)[:, None]
         tl.store(y_ptr + y_start + cols * y_col_stride,
-                 _finish(x, shift, norm, LOG).to(OUT_TY), mask=mask, cache_modifier=STORE_CACHE)
+                 _finish(_use(x, scale, ACC_TY), shift, norm, LOG).to(OUT_TY), mask=mask,
+                 cache_modifier=STORE_CACHE)
         if TAIL_N > 0:
             tl.store(y_ptr + y_start + t_cols[None, :] * y_col_stride,
-                     _finish(xt, shift, norm, LOG).to(OUT_TY), mask=t_mask,
-                     cache_modifier=STORE_CACHE)
+                     _finish(_use(xt, scale, ACC_TY), shift, norm, LOG).to(OUT_TY),
+                     mask=t_mask, cache_modifier=STORE_CACHE)
 
 
 @triton.jit(do_not_specialize=["n_rows"])

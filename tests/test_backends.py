@@ -274,7 +274,8 @@ def test_cuda_tails_of_2_byte_rows_of_16384_lanes(n_cols: int, tail: int, warps:
 
 
 @pytest.mark.parametrize("n_cols,itemsize,chunk,last,maxnreg", [
-    (20001, 2, 16384, 4096, 64), (36000, 2, 16384, 4096, 64), (40001, 2, 16384, 8192, 64),
+    (20001, 2, 8192, 4096, None), (20479, 2, 8192, 4096, None), (20481, 2, 16384, 8192, 64),
+    (36000, 2, 16384, 4096, 64), (40001, 2, 16384, 8192, 64),
     (50257, 2, 16384, 2048, 64), (65536, 2, 16384, 0, None), (65551, 2, 16384, 0, None),
     (65552, 2, 16384, 1024, 64), (30001, 2, 16384, 0, None), (100003, 2, 32768, 2048, None),
     (33000, 4, 32768, 1024, None), (40001, 4, 32768, 8192, None),
@@ -284,12 +285,16 @@ def test_cuda_last_chunks_of_online_rows(n_cols: int, itemsize: int, chunk: int,
     """The online kernel's last chunk on CUDA: the power of two that holds what is left after
     the whole chunks (at least 1024), none where that is no smaller than a chunk or fewer than
     16 elements are left; 2-byte rows with one, on 16 warps, take at most 64 registers a
-    thread. The backward keeps whole chunks."""
+    thread; 2-byte rows of up to 20480 elements go in chunks of 8192 on 8 warps. The backward
+    keeps whole chunks."""
     be = CudaBackend("cuda", 90)
     layout = _contiguous(4096, n_cols)
     p = launcher.plan(layout, itemsize, 132, be)
     assert (p.variant, p.block_n, p.last_n) == ("online", chunk, last)
-    assert be.for_layout(layout, itemsize).options(p, itemsize).get("maxnreg") == maxnreg
+    options = be.for_layout(layout, itemsize).options(p, itemsize)
+    assert options.get("maxnreg") == maxnreg
+    if chunk == 8192:
+        assert options["num_warps"] == 8
     assert launcher.plan(layout, itemsize, 132, be, streams=2).last_n == 0
     assert CudaBackend("hip", "gfx942").options(p, itemsize).get("maxnreg") is None
 

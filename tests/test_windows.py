@@ -64,11 +64,11 @@ def test_cuda_windows_short_misaligned_tiles_and_looped_rows(dtype: torch.dtype,
     assert p.block_m == 1 and got == 1
     p, got = _vec(be, (4096, 1500), size)
     assert p.block_m > 1 and p.block_n == 2048 and got == 1
-    # 2-byte rows of 12289+ elements run the online kernel, through windows, where rows are
+    # 2-byte rows of 16385+ elements run the online kernel, through windows, where rows are
     # as many as SMs; fewer rows stay in a tile.
     p, got = _vec(be, (2048, 20001), size)
     assert (p.variant, got) == ("tile" if size == 4 else "online", vec)
-    assert _vec(be, (2048, 12288), size)[0].variant == "tile"
+    assert _vec(be, (2048, 16383), size)[0].variant == "tile"
     # Online and split rows: their aligned body.
     p, got = _vec(be, (4096, 50257), size)
     assert p.variant == "online" and got == vec

@@ -61,15 +61,23 @@ WINDOW_TILE_LANES = {4: 1024, 2: 128}
 ONE_WARP_ROW_LANES = (257, 1024)
 #: Longest 2-byte row the online kernel reads in chunks of 16384 rather than 32768 elements.
 MAX_HALF_CHUNK_COLS = 5 * 16384
+#: Longest 2-byte row the forward's online kernel reads in chunks of ``SHORT_HALF_CHUNK``
+#: elements on 8 warps (no register cap: ``TWO_PROGRAM_REGS`` is for 16 warps), rather than
+#: 16384 on 16. Through the API on the H100 (2026-11-25, twenty-first session,
+#: docs/tuning.md), best of 3: bf16 2048x20001 2274 -> 2430 GB/s, 4096x20001 2415 -> 2615,
+#: 1342x17001 1922 -> 2144, 4096x16385 2567 -> 2785, fp16 2048x20001 2251 -> 2504; longer rows
+#: lost (bf16 4096x24001 2724 -> 2648, 1024x30001 2406 -> 2178, 2048x32001 2700 -> 2336).
+MAX_SHORT_HALF_CHUNK_COLS = 20480
+SHORT_HALF_CHUNK = 8192
 #: Rows held one to a program (the row kernel) in more lanes than this, head and tail, read
 #: their aligned body as vectors when they are not 16-byte aligned (``CudaBackend.windows``).
 MIN_WINDOW_ROW_LANES = 1024
 #: The block of 2-byte rows that are not 16-byte aligned whose tail is at most a sixteenth of
 #: it (an eighth elsewhere; ``CudaBackend.tail_block``).
 UNALIGNED_HALF_ROW_BLOCK = 16384
-#: 2-byte rows that are not 16-byte aligned and longer than this (a head block of 16384 or
-#: more) run the online kernel rather than a tile (``CudaBackend.online_from``).
-MAX_UNALIGNED_HALF_TILE_COLS = 12288
+#: 2-byte rows that are not 16-byte aligned and longer than this (a block of 32768) run the
+#: online kernel rather than a tile (``CudaBackend.online_from``).
+MAX_UNALIGNED_HALF_TILE_COLS = 16384
 #: ``cols`` groups (``launcher.column_plan``): at least this many neighbouring rows, in tiles
 #: and chunks of this many elements (of each tensor the kernel reads). Through the API on the
 #: H100 (2026-11-24, fifteenth session, docs/tuning.md), against 16 rows and chunks of 4096:
@@ -224,7 +232,13 @@ class CudaBackend(Backend):
         # bf16 4096x12345 1616 -> 1800 GB/s, 4096x16001 1941 -> 2157, 2048x20001 1588 -> 1664,
         # 1024x30001 1954 -> 2072, 2048x32001 2248 -> 2308, fp16 4096x12345 1608 -> 1815; rows
         # of a head of 8192 and a tail lost (bf16 4096x10001 1722 -> 1516, 8192x9001 1743 ->
-        # 1427), and float32 rows (2048x20001 2680 -> 2422).
+        # 1427), and float32 rows (2048x20001 2680 -> 2422). Since the row kernel holds 2-byte
+        # blocks as loaded (``kernels._hold``: 64 registers a thread for 16384 lanes on 16
+        # warps, 98 before, so two programs share an SM), rows of up to 16384 elements run
+        # faster in it (2026-11-25, twenty-first session, two runs, best of 3 each): bf16
+        # 4096x12345 2214-2234 -> 2691-2693, 4096x16001 2535-2552 -> 2801-2819, 2048x13001
+        # 2121 -> 2567, 1024x16383 2080 -> 2527, 4096x14001 2389 -> 2797, fp16 4096x12345 2213
+        # -> 2700.
         if self.streams == 1 and self.unaligned_rows and itemsize == 2:
             return MAX_UNALIGNED_HALF_TILE_COLS + 1
         return None
@@ -312,7 +326,10 @@ class CudaBackend(Backend):
         # big chunks, one row per SM in flight. A sweep of 8192-32768 elements with 16/32 warps
         # over rows of 36000-262144 (H100, 2026-11-23, docs/tuning.md): float32 at 32768, 90-96%
         # of the copy roof for rows of 40000-65536 (72-77% with 8192); 2-byte rows at 16384 up
-        # to 81920 elements (86% at 65536, 82-84% with 32768) and at 32768 above.
+        # to 81920 elements (86% at 65536, 82-84% with 32768) and at 32768 above; those of up to
+        # 20480 elements in the forward at 8192 (``MAX_SHORT_HALF_CHUNK_COLS``).
+        if itemsize == 2 and self.streams == 1 and n_cols <= MAX_SHORT_HALF_CHUNK_COLS:
+            return SHORT_HALF_CHUNK
         return 32768 if itemsize >= 4 or n_cols > MAX_HALF_CHUNK_COLS else 16384
 
     def core_count(self, device_index: int) -> int:
@@ -329,7 +346,11 @@ class CudaBackend(Backend):
         # of 16384 with 16 warps: through the API on the H100 (2026-11-24, tenth session,
         # docs/tuning.md), bf16 4096x10001 1980 -> 2313 GB/s, 1024x10001 1584 -> 1705, fp16
         # 4096x10001 2055 -> 2304; smaller tails lost so (bf16 8192x9001 2430 -> 2266, 4096x8500
-        # 2250 -> 2120), as did 4096 + 1024 (4096x5001 2062 -> 1937).
+        # 2250 -> 2120), as did 4096 + 1024 (4096x5001 2062 -> 1937). With 2-byte blocks held
+        # as loaded (twenty-first session, 2026-11-25), 8192 + 2048 still lost (bf16 4096x10001
+        # 2349 -> 2296, 4096x9500 2361 -> 2276; fp16 4096x10001 2342 -> 2303), and one block of
+        # 16384 lost to a head of 8192 and a tail (bf16 4096x8448 2492 -> 2180, 4096x10240 2581
+        # -> 2482, unaligned 4096x8500 2456 -> 2199).
         block = triton.next_power_of_2(n_cols)
         if self._short_half_row(block, itemsize):
             return head_tail(n_cols)
@@ -392,6 +413,9 @@ class CudaBackend(Backend):
         if plan.variant == "tile" and block_m == 1 and self._one_warp_row(block_n + tail_n,
                                                                            itemsize):
             return 1
+        if (plan.variant == "online" and itemsize == 2 and self.streams == 1
+                and block_n == SHORT_HALF_CHUNK):
+            return 8  # 32 elements a thread (``MAX_SHORT_HALF_CHUNK_COLS``)
         if plan.variant == "tile" and block_m == 1 and block_n >= 4096:
             if itemsize == 4 and block_n == 4096:
                 # Float32 rows of 2049-4096 elements: 8 warps, 16 elements a thread. Through the
