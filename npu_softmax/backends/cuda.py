@@ -226,9 +226,10 @@ class CudaBackend(Backend):
         return itemsize <= 4
 
     def online_from(self, itemsize: int) -> int | None:
-        # 2-byte rows that are not 16-byte aligned, of more than 12288 elements (a head block
-        # of 16384 or more), in the forward. Through the API on the H100 (2026-11-24, eighth
-        # session, docs/tuning.md), 3 rounds, against the row kernel reading the aligned body:
+        # 2-byte rows that are not 16-byte aligned, of more than 16384 elements (a block of
+        # 32768), in the forward. The eighth session drew the line at 12288: through the API on
+        # the H100 (2026-11-24, docs/tuning.md), 3 rounds, against the row kernel reading the
+        # aligned body:
         # bf16 4096x12345 1616 -> 1800 GB/s, 4096x16001 1941 -> 2157, 2048x20001 1588 -> 1664,
         # 1024x30001 1954 -> 2072, 2048x32001 2248 -> 2308, fp16 4096x12345 1608 -> 1815; rows
         # of a head of 8192 and a tail lost (bf16 4096x10001 1722 -> 1516, 8192x9001 1743 ->
