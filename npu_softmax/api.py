@@ -100,8 +100,8 @@ def _dispatch(log: bool, x: torch.Tensor, dim: int, dtype: torch.dtype | None,
     wrapped = checks.wrap_dim(dim, x.dim())
     if out is None:
         # Kept under the arguments as given, the key ``eager.repeat_forward`` looks up.
-        key = eager.forward_signature(x, dim, dtype, temperature, variant, log) if (
-            eager.plain(x)) else None
+        key = (eager.forward_signature(x, dim, dtype, temperature, variant, log)
+               if eager.plain(x) else None)
         return ops.checked_forward(x, wrapped, out_dtype, t, log, variant, key)
     checks.check_out(fn, x, out, out_dtype)
     _no_grad(fn, x, out)

@@ -441,7 +441,8 @@ def _store_row_body(y_body, x, xt, cols, n_body, n_cols, y_col_stride, shift, no
                     OUT_TY: tl.constexpr, ACC_TY: tl.constexpr, LOG: tl.constexpr,
                     STORE_CACHE: tl.constexpr):
     # The row kernel's head block ``x`` and tail block ``xt`` (with TAIL_N > 0; both as
-    # loaded, unscaled), columns ``cols`` and BLOCK_N.. of the ``n_body`` elements at ``y_body``.
+    # ``_hold`` keeps them), columns ``cols`` and BLOCK_N.. of the ``n_body`` elements at
+    # ``y_body``.
     tl.store(y_body + cols * y_col_stride,
              _finish(_use(x, scale, ACC_TY), shift, norm, LOG).to(OUT_TY),
              mask=cols < n_body, cache_modifier=STORE_CACHE)
@@ -551,6 +552,7 @@ def softmax_tile_kernel(
         rows = _widen(block, INDEX_64) * BLOCK_M + tl.arange(0, BLOCK_M)
         row_mask = (rows < n_rows)[:, None]
         x_start = _row_start(rows, n_inner, x_outer_stride, x_inner_stride, ALIGN)
+        # 2-byte tiles stay as loaded until used (``_hold``).
         if VEC > 1:
             # One window per row (a column of pointers: multiple_of takes 1-d tensors).
             base, lead, span = _window(x_ptr + x_start, n_cols, VEC)
@@ -565,7 +567,6 @@ def softmax_tile_kernel(
             mask = row_mask & (cols < n_cols)
             x = _hold(_load_raw(x_ptr + x_start[:, None] + cols * x_col_stride, mask, ""), scale,
                       ACC_TY)
-        # 2-byte tiles stay as loaded until used (``_hold``).
         m = _held_max(x, scale, ACC_TY, 1)
         if TAIL_N > 0:
             t_cols, t_mask = _tail_cols(n_cols, BLOCK_N, TAIL_N, INDEX_64)
