@@ -370,18 +370,32 @@ def _store_lanes(base, p, body, y_start, x_col_stride, y_col_stride, shift, norm
                  EVICT: tl.constexpr, STORE_CACHE: tl.constexpr, VEC: tl.constexpr):
     # The output of lanes p of a range read from _range_body, lane p at y_start[p * y_col_stride].
     x = _load_body(base, p, body, x_col_stride, scale, ACC_TY, EVICT, VEC)
+    _store_out(x, p, body, y_start, y_col_stride, shift, norm, OUT_TY, LOG, STORE_CACHE)
+
+
+@triton.jit
+def _store_out(x, p, body, y_start, y_col_stride, shift, norm, OUT_TY: tl.constexpr,
+               LOG: tl.constexpr, STORE_CACHE: tl.constexpr):
+    # ``_store_lanes`` of lanes ``x`` already read (and scaled).
     tl.store(y_start + p * y_col_stride, _finish(x, shift, norm, LOG).to(OUT_TY),
              mask=p < body, cache_modifier=STORE_CACHE)
+
+
+@triton.jit
+def _last_chunk(body, BLOCK_N: tl.constexpr):
+    # Where the last BLOCK_N chunk of a range of ``body`` elements starts (0 for an empty one).
+    return tl.multiple_of((tl.maximum(tl.cdiv(body, BLOCK_N), 1) - 1) * BLOCK_N, BLOCK_N)
 
 
 @triton.jit
 def _store_chunks(base, body, y_start, x_col_stride, y_col_stride, shift, norm, scale, cols,
                   BLOCK_N: tl.constexpr, LAST_N: tl.constexpr, OUT_TY: tl.constexpr,
                   ACC_TY: tl.constexpr, LOG: tl.constexpr, EVICT: tl.constexpr,
-                  STORE_CACHE: tl.constexpr, VEC: tl.constexpr):
+                  STORE_CACHE: tl.constexpr, VEC: tl.constexpr, pre, PRE: tl.constexpr):
     # The output of a range read from _range_body in the chunks of _range_stats (whole BLOCK_N
     # chunks, then LAST_N ones), last chunk first: the chunks this program read last (for the
-    # max and sum) are the likeliest to be still in cache.
+    # max and sum) are the likeliest to be still in cache. With ``PRE`` (whole chunks only) the
+    # last chunk was read already, as loaded: ``pre`` (``_split_norm_item``).
     full = _whole_chunks(body, BLOCK_N, LAST_N)
     if LAST_N < BLOCK_N:
         last = tl.arange(0, LAST_N).to(cols.dtype)
@@ -391,7 +405,13 @@ def _store_chunks(base, body, y_start, x_col_stride, y_col_stride, shift, norm, 
             _store_lanes(base, p, body, y_start, x_col_stride, y_col_stride, shift, norm,
                          scale, OUT_TY, ACC_TY, LOG, EVICT, STORE_CACHE, VEC)
     n_chunks = tl.cdiv(full, BLOCK_N)
-    for k in tl.range(0, n_chunks):
+    done = 0
+    if PRE:
+        tl.static_assert(LAST_N == BLOCK_N)
+        _store_out(_scaled(pre, scale, ACC_TY), _last_chunk(body, BLOCK_N) + cols, body,
+                   y_start, y_col_stride, shift, norm, OUT_TY, LOG, STORE_CACHE)
+        done = 1
+    for k in tl.range(done, n_chunks):
         p = tl.multiple_of((n_chunks - 1 - k) * BLOCK_N, BLOCK_N) + cols
         _store_lanes(base, p, body, y_start, x_col_stride, y_col_stride, shift, norm, scale,
                      OUT_TY, ACC_TY, LOG, EVICT, STORE_CACHE, VEC)
@@ -401,7 +421,7 @@ def _store_chunks(base, body, y_start, x_col_stride, y_col_stride, shift, norm, 
 def _range_normalize(x_row, y_row, x_col_stride, y_col_stride, cols, lo, hi, shift, d, scale,
                      BLOCK_N: tl.constexpr, LAST_N: tl.constexpr, OUT_TY: tl.constexpr,
                      ACC_TY: tl.constexpr, LOG: tl.constexpr, EVICT: tl.constexpr,
-                     STORE_CACHE: tl.constexpr, VEC: tl.constexpr):
+                     STORE_CACHE: tl.constexpr, VEC: tl.constexpr, pre, PRE: tl.constexpr):
     """``y_row[lo:hi]`` from the row's ``shift`` (safe max) and ``d = sum(exp(x - shift))``,
     reading from ``_range_body`` in the chunks of ``_range_stats`` (``BLOCK_N``, then
     ``LAST_N``) with the L2 eviction policy ``EVICT`` and storing with the cache modifier
@@ -423,16 +443,16 @@ def _range_normalize(x_row, y_row, x_col_stride, y_col_stride, cols, lo, hi, shi
         y_body, y_a, _ = _aligned_body(y_row + lo, hi - lo, VEC)
         if y_a == a:
             _store_chunks(base, body, y_body, 1, 1, shift, norm, scale, cols, BLOCK_N, LAST_N,
-                          OUT_TY, ACC_TY, LOG, EVICT, STORE_CACHE, VEC)
+                          OUT_TY, ACC_TY, LOG, EVICT, STORE_CACHE, VEC, pre, PRE)
         else:
             _store_chunks(base, body, y_row + lo + a, 1, 1, shift, norm, scale, cols, BLOCK_N,
-                          LAST_N, OUT_TY, ACC_TY, LOG, EVICT, STORE_CACHE, VEC)
+                          LAST_N, OUT_TY, ACC_TY, LOG, EVICT, STORE_CACHE, VEC, pre, PRE)
         tl.store(y_row + lo + e, _finish(xe, shift, norm, LOG).to(OUT_TY), mask=e_mask,
                  cache_modifier=STORE_CACHE)
     else:
         _store_chunks(base, body, y_row + lo * y_col_stride, x_col_stride, y_col_stride, shift,
                       norm, scale, cols, BLOCK_N, LAST_N, OUT_TY, ACC_TY, LOG, EVICT,
-                      STORE_CACHE, VEC)
+                      STORE_CACHE, VEC, pre, PRE)
 
 
 @triton.jit
@@ -517,7 +537,7 @@ def softmax_row_kernel(
                 # rows lost that way (docs/tuning.md).
                 _store_chunks(x_body, n_body, y_row + a, 1, 1, shift, norm, scale,
                               tl.arange(0, FALLBACK_CHUNK), FALLBACK_CHUNK, FALLBACK_CHUNK,
-                              OUT_TY, ACC_TY, LOG, "", STORE_CACHE, VEC)
+                              OUT_TY, ACC_TY, LOG, "", STORE_CACHE, VEC, 0, False)
             else:
                 _store_row_body(y_row + a, x, xt, cols, n_body, n_cols, y_col_stride, shift,
                                 norm, scale, BLOCK_N, TAIL_N, INDEX_64, OUT_TY, ACC_TY, LOG,
@@ -617,7 +637,7 @@ def softmax_online_kernel(
                             ACC_TY, FIRST_EVICT, VEC, STAT_LANES)
         _range_normalize(x_row, y_row, x_col_stride, y_col_stride, cols, 0, n_cols,
                          _safe_shift(m), d, scale, BLOCK_N, LAST_N, OUT_TY, ACC_TY, LOG,
-                         SECOND_EVICT, STORE_CACHE, VEC)
+                         SECOND_EVICT, STORE_CACHE, VEC, 0, False)
 
 
 @triton.jit(do_not_specialize=["n_rows"])
@@ -649,6 +669,29 @@ def softmax_split_stats_kernel(
         tl.store(part_ptr + n_items + item, d)
 
 
+@triton.jit
+def _split_norm_item(y_ptr, part_ptr, x_ptr, item, n_items, n_cols, n_inner,
+                     x_outer_stride, x_inner_stride, x_col_stride,
+                     y_outer_stride, y_inner_stride, y_col_stride, split_cols, scale, cols,
+                     N_SPLITS: tl.constexpr, BLOCK_N: tl.constexpr, LOG: tl.constexpr,
+                     EVICT: tl.constexpr, STORE_CACHE: tl.constexpr, VEC: tl.constexpr,
+                     ALIGN: tl.constexpr, pre, PRE: tl.constexpr):
+    # Pass 2's work item ``item``: the row's partial max/sum combined, its range normalised
+    # (``pre``: the range's last chunk, read before pass 1 ended, with ``PRE``).
+    OUT_TY: tl.constexpr = y_ptr.dtype.element_ty
+    ACC_TY: tl.constexpr = part_ptr.dtype.element_ty
+    row, lo, hi = _split_range(item, split_cols, n_cols, N_SPLITS)
+    parts = part_ptr + row * N_SPLITS + tl.arange(0, N_SPLITS)
+    m_parts = tl.load(parts)
+    d_parts = tl.load(parts + n_items)
+    shift = _safe_shift(tl.max(m_parts, axis=0))
+    d = tl.sum(d_parts * _exp(m_parts - shift), axis=0)
+    x_row = x_ptr + _row_start(row, n_inner, x_outer_stride, x_inner_stride, ALIGN)
+    y_row = y_ptr + _row_start(row, n_inner, y_outer_stride, y_inner_stride, ALIGN)
+    _range_normalize(x_row, y_row, x_col_stride, y_col_stride, cols, lo, hi, shift, d, scale,
+                     BLOCK_N, BLOCK_N, OUT_TY, ACC_TY, LOG, EVICT, STORE_CACHE, VEC, pre, PRE)
+
+
 @triton.jit(do_not_specialize=["n_rows"])
 def softmax_split_norm_kernel(
     y_ptr, part_ptr, x_ptr, n_rows, n_cols, n_inner,
@@ -659,31 +702,36 @@ def softmax_split_norm_kernel(
     ALIGN: tl.constexpr,
 ):
     """Pass 2 of a split row: combine the row's partial max/sum, normalise one column range
-    (reading with the L2 eviction policy ``EVICT``).
+    (reading with the L2 eviction policy ``EVICT``). Items run in the reverse order of pass 1,
+    whose last items are the likeliest in cache.
 
     A program reads only the column range it writes (pass 1 has read the whole row before this
-    kernel starts), so ``y`` may be ``x`` (in place). With ``PDL`` this kernel is launched
-    while pass 1 runs, and waits here for pass 1 to finish and its writes to be visible.
+    kernel writes), so ``y`` may be ``x`` (in place). With ``PDL`` this kernel is launched
+    while pass 1 runs, and waits here for pass 1 to finish and its writes to be visible; a
+    program reads the last chunk of its first range before it waits (pass 1 writes only the
+    partial results), so that read overlaps the end of pass 1. The launcher's grid is at most
+    the items, so every program has a first one.
     """
     n_cols = _aligned(n_cols, ALIGN)
-    if PDL:
-        gdc_wait()
-    OUT_TY: tl.constexpr = y_ptr.dtype.element_ty
-    ACC_TY: tl.constexpr = part_ptr.dtype.element_ty
     cols = _widen(tl.arange(0, BLOCK_N), INDEX_64)
-    splits = tl.arange(0, N_SPLITS)
     n_items = n_rows * N_SPLITS
-    for i in tl.range(tl.program_id(0), n_items, tl.num_programs(0)):
-        # Items in the reverse order of pass 1, whose last items are the likeliest in cache.
-        item = n_items - 1 - _widen(i, INDEX_64)
+    pid = tl.program_id(0)
+    first = pid
+    if PDL:
+        item = n_items - 1 - _widen(pid, INDEX_64)
         row, lo, hi = _split_range(item, split_cols, n_cols, N_SPLITS)
-        parts = part_ptr + row * N_SPLITS + splits
-        m_parts = tl.load(parts)
-        d_parts = tl.load(parts + n_items)
-        shift = _safe_shift(tl.max(m_parts, axis=0))
-        d = tl.sum(d_parts * _exp(m_parts - shift), axis=0)
         x_row = x_ptr + _row_start(row, n_inner, x_outer_stride, x_inner_stride, ALIGN)
-        y_row = y_ptr + _row_start(row, n_inner, y_outer_stride, y_inner_stride, ALIGN)
-        _range_normalize(x_row, y_row, x_col_stride, y_col_stride, cols, lo, hi,
-                         shift, d, scale, BLOCK_N, BLOCK_N, OUT_TY, ACC_TY, LOG, EVICT,
-                         STORE_CACHE, VEC)
+        base, _, body = _range_body(x_row, x_col_stride, lo, hi, VEC)
+        pre = _load_body_raw(base, _last_chunk(body, BLOCK_N) + cols, body, x_col_stride,
+                             EVICT, VEC)
+        gdc_wait()
+        _split_norm_item(y_ptr, part_ptr, x_ptr, item, n_items, n_cols, n_inner,
+                         x_outer_stride, x_inner_stride, x_col_stride,
+                         y_outer_stride, y_inner_stride, y_col_stride, split_cols, scale, cols,
+                         N_SPLITS, BLOCK_N, LOG, EVICT, STORE_CACHE, VEC, ALIGN, pre, True)
+        first += tl.num_programs(0)
+    for i in tl.range(first, n_items, tl.num_programs(0)):
+        _split_norm_item(y_ptr, part_ptr, x_ptr, n_items - 1 - _widen(i, INDEX_64), n_items,
+                         n_cols, n_inner, x_outer_stride, x_inner_stride, x_col_stride,
+                         y_outer_stride, y_inner_stride, y_col_stride, split_cols, scale, cols,
+                         N_SPLITS, BLOCK_N, LOG, EVICT, STORE_CACHE, VEC, ALIGN, 0, False)

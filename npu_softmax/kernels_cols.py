@@ -82,19 +82,39 @@ def _cols_stats(x_lanes, imask, x_col_stride, c, lo, hi, scale, BLOCK_C: tl.cons
 
 
 @triton.jit
+def _last_cols(lo, hi, c, BLOCK_C: tl.constexpr):
+    # The columns of the last BLOCK_C chunk of [lo, hi) (the first, lo.., for an empty range).
+    return lo + (tl.maximum(tl.cdiv(hi - lo, BLOCK_C), 1) - 1) * BLOCK_C + c
+
+
+@triton.jit
 def _cols_normalize(x_lanes, y_lanes, imask, x_col_stride, y_col_stride, c, lo, hi, shift, norm,
                     scale, BLOCK_C: tl.constexpr, ACC_TY: tl.constexpr, LOG: tl.constexpr,
-                    EVICT: tl.constexpr, STORE_CACHE: tl.constexpr):
+                    EVICT: tl.constexpr, STORE_CACHE: tl.constexpr, pre, PRE: tl.constexpr):
     """Columns ``[lo, hi)`` of a group's output from each row's ``shift`` and ``norm``
-    (``[1, BLOCK_I]``), last chunk first: those are the likeliest to be still in cache."""
+    (``[1, BLOCK_I]``), last chunk first: those are the likeliest to be still in cache. With
+    ``PRE`` the last chunk was read already (``pre``, scaled; ``_cols_split_norm_item``)."""
     n_chunks = tl.cdiv(hi - lo, BLOCK_C)
-    for k in tl.range(0, n_chunks):
+    done = 0
+    if PRE:
+        cc = _last_cols(lo, hi, c, BLOCK_C)
+        _cols_store(y_lanes, pre, cc, imask & (cc < hi), y_col_stride, shift, norm, LOG,
+                    STORE_CACHE)
+        done = 1
+    for k in tl.range(done, n_chunks):
         cc = lo + (n_chunks - 1 - k) * BLOCK_C + c
         mask = imask & (cc < hi)
         x = _load(x_lanes + cc * x_col_stride, mask, scale, ACC_TY, EVICT)
-        tl.store(y_lanes + cc * y_col_stride,
-                 _finish(x, shift, norm, LOG).to(y_lanes.dtype.element_ty), mask=mask,
-                 cache_modifier=STORE_CACHE)
+        _cols_store(y_lanes, x, cc, mask, y_col_stride, shift, norm, LOG, STORE_CACHE)
+
+
+@triton.jit
+def _cols_store(y_lanes, x, cc, mask, y_col_stride, shift, norm, LOG: tl.constexpr,
+                STORE_CACHE: tl.constexpr):
+    # Columns ``cc`` of a group's output from its input ``x`` (scaled).
+    tl.store(y_lanes + cc * y_col_stride,
+             _finish(x, shift, norm, LOG).to(y_lanes.dtype.element_ty), mask=mask,
+             cache_modifier=STORE_CACHE)
 
 
 @triton.jit(do_not_specialize=["n_rows"])
@@ -129,7 +149,7 @@ def softmax_cols_kernel(
                                BLOCK_I, ACC_TY, FIRST_EVICT)
             _cols_normalize(x_lanes, y_lanes, imask, x_col_stride, y_col_stride, c, 0, n_cols,
                             _safe_shift(m)[None, :], _norm(d, LOG)[None, :], scale, BLOCK_C,
-                            ACC_TY, LOG, SECOND_EVICT, STORE_CACHE)
+                            ACC_TY, LOG, SECOND_EVICT, STORE_CACHE, 0, False)
 
 
 @triton.jit(do_not_specialize=["n_rows"])
@@ -158,6 +178,29 @@ def softmax_cols_split_stats_kernel(
         tl.store(part_ptr + (n_items + item) * BLOCK_I + lanes, d)
 
 
+@triton.jit
+def _cols_split_norm_item(y_ptr, part_ptr, x_ptr, item, n_items, n_cols, n_inner,
+                          x_outer_stride, x_inner_stride, x_col_stride,
+                          y_outer_stride, y_inner_stride, y_col_stride, split_cols, scale, c,
+                          N_SPLITS: tl.constexpr, BLOCK_I: tl.constexpr, BLOCK_C: tl.constexpr,
+                          LOG: tl.constexpr, EVICT: tl.constexpr, STORE_CACHE: tl.constexpr,
+                          pre, PRE: tl.constexpr):
+    # Pass 2's work item ``item``: each row's partial maxima and sums combined, its column range
+    # written (``pre``: the range's last chunk, read before pass 1 ended, with ``PRE``).
+    ACC_TY: tl.constexpr = part_ptr.dtype.element_ty
+    g, lo, hi, outer, inner, imask = _split_item(item, split_cols, n_cols, n_inner, N_SPLITS,
+                                                 BLOCK_I)
+    parts = _group_parts(part_ptr, g, N_SPLITS, BLOCK_I)
+    m_parts = tl.load(parts)
+    d_parts = tl.load(parts + n_items * BLOCK_I)
+    shift = _safe_shift(tl.max(m_parts, axis=0))[None, :]
+    d = tl.sum(d_parts * _exp(m_parts - shift), axis=0)
+    _cols_normalize(x_ptr + outer * x_outer_stride + inner * x_inner_stride,
+                    y_ptr + outer * y_outer_stride + inner * y_inner_stride, imask,
+                    x_col_stride, y_col_stride, c, lo, hi, shift, _norm(d, LOG)[None, :],
+                    scale, BLOCK_C, ACC_TY, LOG, EVICT, STORE_CACHE, pre, PRE)
+
+
 @triton.jit(do_not_specialize=["n_rows"])
 def softmax_cols_split_norm_kernel(
     y_ptr, part_ptr, x_ptr, n_rows, n_cols, n_inner,
@@ -168,26 +211,34 @@ def softmax_cols_split_norm_kernel(
     STORE_CACHE: tl.constexpr,
 ):
     """Pass 2 of split groups: combine each row's partial maxima and sums, write one column
-    range (with ``PDL``, once pass 1 has finished and its writes are visible)."""
-    if PDL:
-        gdc_wait()
+    range. Items run in the reverse order of pass 1, whose last items are the likeliest in
+    cache. With ``PDL`` this kernel waits for pass 1 to finish and its writes to be visible,
+    a program reading the last chunk of its first item before it waits (pass 1 writes only
+    the partial results), as the row kernels' ``softmax_split_norm_kernel`` does."""
     ACC_TY: tl.constexpr = part_ptr.dtype.element_ty
     c = _widen(tl.arange(0, BLOCK_C), INDEX_64)[:, None]
     n_items = _n_groups(n_rows, n_inner, BLOCK_I) * N_SPLITS
-    for i in tl.range(tl.program_id(0), n_items, tl.num_programs(0)):
-        # Items in the reverse order of pass 1, whose last items are the likeliest in cache.
-        item = n_items - 1 - _widen(i, INDEX_64)
-        g, lo, hi, outer, inner, imask = _split_item(item, split_cols, n_cols, n_inner, N_SPLITS,
-                                                     BLOCK_I)
-        parts = _group_parts(part_ptr, g, N_SPLITS, BLOCK_I)
-        m_parts = tl.load(parts)
-        d_parts = tl.load(parts + n_items * BLOCK_I)
-        shift = _safe_shift(tl.max(m_parts, axis=0))[None, :]
-        d = tl.sum(d_parts * _exp(m_parts - shift), axis=0)
-        _cols_normalize(x_ptr + outer * x_outer_stride + inner * x_inner_stride,
-                        y_ptr + outer * y_outer_stride + inner * y_inner_stride, imask,
-                        x_col_stride, y_col_stride, c, lo, hi, shift, _norm(d, LOG)[None, :],
-                        scale, BLOCK_C, ACC_TY, LOG, EVICT, STORE_CACHE)
+    pid = tl.program_id(0)
+    first = pid
+    if PDL:
+        item = n_items - 1 - _widen(pid, INDEX_64)
+        _, lo, hi, outer, inner, imask = _split_item(item, split_cols, n_cols, n_inner,
+                                                     N_SPLITS, BLOCK_I)
+        cc = _last_cols(lo, hi, c, BLOCK_C)
+        pre = _load(x_ptr + outer * x_outer_stride + inner * x_inner_stride + cc * x_col_stride,
+                    imask & (cc < hi), scale, ACC_TY, EVICT)
+        gdc_wait()
+        _cols_split_norm_item(y_ptr, part_ptr, x_ptr, item, n_items, n_cols, n_inner,
+                              x_outer_stride, x_inner_stride, x_col_stride,
+                              y_outer_stride, y_inner_stride, y_col_stride, split_cols, scale,
+                              c, N_SPLITS, BLOCK_I, BLOCK_C, LOG, EVICT, STORE_CACHE, pre, True)
+        first += tl.num_programs(0)
+    for i in tl.range(first, n_items, tl.num_programs(0)):
+        _cols_split_norm_item(y_ptr, part_ptr, x_ptr, n_items - 1 - _widen(i, INDEX_64),
+                              n_items, n_cols, n_inner, x_outer_stride, x_inner_stride,
+                              x_col_stride, y_outer_stride, y_inner_stride, y_col_stride,
+                              split_cols, scale, c, N_SPLITS, BLOCK_I, BLOCK_C, LOG, EVICT,
+                              STORE_CACHE, 0, False)
 
 
 @triton.jit

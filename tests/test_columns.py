@@ -162,6 +162,24 @@ def test_groups_narrow_to_hold_rows_whole_on_cuda(itemsize: int) -> None:
             "cols", 32, 256, 1)
 
 
+def test_cuda_2_byte_forward_column_tiles_hold_64_elements_a_thread() -> None:
+    """On CUDA the forward's 2-byte ``cols`` tiles of 32-row groups, or of a transposed input,
+    hold 64 elements a thread (on 4 warps at least); float32 tiles, the backward's and narrow
+    groups of interleaved rows hold at most 32 of each tensor they read."""
+    be = CudaBackend("cuda", 90)
+    dim1 = row_layout((64, 256, 1024), 1, (262144, 1024, 1), (262144, 1024, 1))
+    transposed = row_layout((8192, 1000), 1, (1, 8192), (1000, 1))
+    narrow = row_layout((131072, 8), 0, (8, 1), (8, 1))  # one group of 8 rows
+    for layout, itemsize, streams, most in ((dim1, 2, 1, 64), (transposed, 2, 1, 64),
+                                            (narrow, 2, 1, 32), (dim1, 4, 1, 32),
+                                            (dim1, 2, 2, 32), (transposed, 4, 1, 32)):
+        p = launcher.plan(layout, itemsize, 132, be, streams=streams)
+        warps = be.for_layout(layout, itemsize, streams).options(p, itemsize)["num_warps"]
+        elems = p.block_m * p.block_n * streams // (32 * warps)
+        assert p.variant == "cols" and (elems == most or most == 32 and elems <= 32), (
+            layout, itemsize, streams, p, warps)
+
+
 #: (shape, transposed, CUDA's float32 and bfloat16 forward plans as (block_m, n_splits)): rows
 #: of 1000 or 2500 of a transposed input, or of dim 0 of a contiguous one whose runs are
 #: aligned (32 columns) or not (40).

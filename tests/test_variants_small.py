@@ -11,6 +11,7 @@ import torch
 from _ref import assert_softmax_close, reference
 
 from npu_softmax import eager, launcher, softmax
+from npu_softmax.layout import row_layout
 
 pytestmark = pytest.mark.ascend_interp
 
@@ -64,3 +65,25 @@ def test_online_first_pass_with_any_running_maxima(kernel_device: str,
     y = torch.full_like(x, float("nan"))
     softmax(x, variant="online", out=y)
     assert_softmax_close(y, reference(x, -1))
+
+
+@pytest.mark.parametrize("variant,shape,dim", [("split", (5, 2500), 1), ("cols", (3000, 20), 0)])
+@pytest.mark.parametrize("in_place", [False, True])
+def test_split_programs_with_several_work_items(kernel_device: str,
+                                                monkeypatch: pytest.MonkeyPatch, variant: str,
+                                                shape: tuple[int, int], dim: int,
+                                                in_place: bool) -> None:
+    """The split kernels on a grid of 3 programs, so that each takes several work items: on
+    CUDA from sm_90 a program of pass 2 reads its first item's last chunk before it waits for
+    pass 1, and the others after it. NaN-poisoned output, or in place."""
+    monkeypatch.setattr(type(launcher.backend()), "max_grid", 3)
+    monkeypatch.setattr(eager, "_calls", {})
+    x = (torch.randn(shape) * 3).to(kernel_device)
+    x[1] = float("-inf")
+    ref = reference(x, dim)
+    layout = row_layout(x.shape, dim, x.stride(), x.stride())
+    p = launcher.plan(layout, 4, launcher.core_count(0), launcher.backend(), variant)
+    assert p.n_splits > 1, p
+    y = x if in_place else torch.full_like(x, float("nan"))
+    softmax(x, dim, variant=variant, out=y)
+    assert_softmax_close(y, ref)

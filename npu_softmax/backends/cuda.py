@@ -88,6 +88,9 @@ MAX_UNALIGNED_HALF_TILE_COLS = 16384
 COLUMN_LANES = 32
 COLUMN_TILE_ELEMS = 4096
 COLUMN_CHUNK_ELEMS = 8192
+#: Elements a thread holds of the forward's 2-byte ``cols`` tiles
+#: (``CudaBackend._wide_column_threads``).
+HALF_COLUMN_THREAD_ELEMS = 64
 #: ``cols`` groups of a transposed input, whose output rows are contiguous (stored across the
 #: groups), narrow down to this many rows where that holds whole rows in a chunk
 #: (``Backend.column_min_lanes``). Through the API on the H100 (2026-11-25, sixteenth session,
@@ -408,8 +411,10 @@ class CudaBackend(Backend):
         # many programs an SM keeps (registers) against how many bytes each has in flight.
         block_m, block_n, tail_n = plan.block_m, plan.block_n, plan.tail_n
         if plan.variant == "cols":
-            # 32 elements a thread at most, of each tensor read (the backward reads two).
             elems = block_m * block_n * self.streams
+            if self._wide_column_threads(plan, itemsize):
+                return max(4, elems // (32 * HALF_COLUMN_THREAD_ELEMS))
+            # 32 elements a thread at most, of each tensor read (the backward reads two).
             return 4 if elems <= 4096 else 8 if elems <= 8192 else 16
         if plan.variant == "tile" and block_m == 1 and self._one_warp_row(block_n + tail_n,
                                                                            itemsize):
@@ -453,6 +458,19 @@ class CudaBackend(Backend):
         if block_m > 1 and itemsize == 2 and self.unaligned_rows and elems <= UNALIGNED_TILE_ELEMS:
             warps = 2
         return warps
+
+    def _wide_column_threads(self, plan: Plan, itemsize: int) -> bool:
+        # 2-byte ``cols`` tiles of the forward, in groups of the target's width or of a
+        # transposed input, hold 64 elements a thread (``HALF_COLUMN_THREAD_ELEMS``), on half
+        # the warps. Through the API on the H100 (2026-11-25, twenty-second session,
+        # docs/tuning.md), one process, best of 3, against 32 elements a thread: bf16 dim 1 of
+        # 64x256x1024 1704 -> 2106 GB/s, of 64x512x512 1745 -> 1917, of 4x8192x1024 1388 ->
+        # 1508, dim 0 of 4096x4096 1341 -> 1474, of 16384x1024 1276 -> 1425; transposed inputs
+        # 8192x1000 1181 -> 1432, 1000x8192 967 -> 1051. Narrow groups of interleaved rows lost
+        # (dim 0 of 131072x8, 8-row groups split 128 ways: 471 -> 397), as did float32 (dim 1
+        # of 256x1000x49 1402 -> 944, of 64x512x512 2597 -> 2395).
+        return (itemsize == 2 and self.streams == 1
+                and (plan.block_m >= COLUMN_LANES or self.transposed_output))
 
     def max_programs(self, kernel: Any, args: tuple, constexprs: dict[str, Any],
                      options: dict[str, Any], device_index: int) -> int:
