@@ -465,10 +465,11 @@ class CudaBackend(Backend):
         # the warps. Through the API on the H100 (2026-11-25, twenty-second session,
         # docs/tuning.md), one process, best of 3, against 32 elements a thread: bf16 dim 1 of
         # 64x256x1024 1704 -> 2106 GB/s, of 64x512x512 1745 -> 1917, of 4x8192x1024 1388 ->
-        # 1508, dim 0 of 4096x4096 1341 -> 1474, of 16384x1024 1276 -> 1425; transposed inputs
-        # 8192x1000 1181 -> 1432, 1000x8192 967 -> 1051. Narrow groups of interleaved rows lost
-        # (dim 0 of 131072x8, 8-row groups split 128 ways: 471 -> 397), as did float32 (dim 1
-        # of 256x1000x49 1402 -> 944, of 64x512x512 2597 -> 2395).
+        # 1508, dim 0 of 4096x4096 1341 -> 1474, of 16384x1024 1276 -> 1425; transposed inputs,
+        # 1000 rows of 8192 967 -> 1051, 8192 rows of 1000 1181 -> 1432 (1412 -> 1426 between
+        # two benchmark runs). Narrow groups of interleaved rows lost (dim 0 of 131072x8, 8-row
+        # groups split 128 ways: 471 -> 397), as did float32 (dim 1 of 256x1000x49 1402 -> 944,
+        # of 64x512x512 2597 -> 2395).
         return (itemsize == 2 and self.streams == 1
                 and (plan.block_m >= COLUMN_LANES or self.transposed_output))
 
