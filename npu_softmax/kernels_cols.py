@@ -26,6 +26,7 @@ from ._compat import gdc_launch_dependents, gdc_wait
 from .kernels import (
     _exp,
     _finish,
+    _last_chunk,
     _load,
     _merge_lane_stats,
     _norm,
@@ -82,12 +83,6 @@ def _cols_stats(x_lanes, imask, x_col_stride, c, lo, hi, scale, BLOCK_C: tl.cons
 
 
 @triton.jit
-def _last_cols(lo, hi, c, BLOCK_C: tl.constexpr):
-    # The columns of the last BLOCK_C chunk of [lo, hi) (the first, lo.., for an empty range).
-    return lo + (tl.maximum(tl.cdiv(hi - lo, BLOCK_C), 1) - 1) * BLOCK_C + c
-
-
-@triton.jit
 def _cols_normalize(x_lanes, y_lanes, imask, x_col_stride, y_col_stride, c, lo, hi, shift, norm,
                     scale, BLOCK_C: tl.constexpr, ACC_TY: tl.constexpr, LOG: tl.constexpr,
                     EVICT: tl.constexpr, STORE_CACHE: tl.constexpr, pre, PRE: tl.constexpr):
@@ -97,7 +92,7 @@ def _cols_normalize(x_lanes, y_lanes, imask, x_col_stride, y_col_stride, c, lo, 
     n_chunks = tl.cdiv(hi - lo, BLOCK_C)
     done = 0
     if PRE:
-        cc = _last_cols(lo, hi, c, BLOCK_C)
+        cc = lo + _last_chunk(hi - lo, BLOCK_C) + c
         _cols_store(y_lanes, pre, cc, imask & (cc < hi), y_col_stride, shift, norm, LOG,
                     STORE_CACHE)
         done = 1
@@ -224,7 +219,7 @@ def softmax_cols_split_norm_kernel(
         item = n_items - 1 - _widen(pid, INDEX_64)
         _, lo, hi, outer, inner, imask = _split_item(item, split_cols, n_cols, n_inner,
                                                      N_SPLITS, BLOCK_I)
-        cc = _last_cols(lo, hi, c, BLOCK_C)
+        cc = lo + _last_chunk(hi - lo, BLOCK_C) + c
         pre = _load(x_ptr + outer * x_outer_stride + inner * x_inner_stride + cc * x_col_stride,
                     imask & (cc < hi), scale, ACC_TY, EVICT)
         gdc_wait()
