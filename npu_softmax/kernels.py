@@ -145,8 +145,12 @@ def _use(x, scale, ACC_TY: tl.constexpr):
 @triton.jit
 def _held_max(x, scale, ACC_TY: tl.constexpr, axis: tl.constexpr):
     # The max of ``_use(x)`` along ``axis``, taken before the scale where ``x`` is unscaled: a
-    # positive scale keeps the order (rounding is monotone), so the result is the same.
-    return _use(tl.max(x, axis=axis), scale, ACC_TY)
+    # positive scale keeps the order (rounding is monotone), so the result is the same. Whether
+    # to scale follows ``x``'s dtype: tl.max returns a 2-byte block's max as float32.
+    m = tl.max(x, axis=axis)
+    if x.dtype != ACC_TY:
+        m = _scaled(m, scale, ACC_TY)
+    return m
 
 
 @triton.jit
