@@ -18,7 +18,7 @@ pytestmark = pytest.mark.ascend_interp
 TOL = {torch.float32: 1e-6, torch.float16: 1e-3, torch.bfloat16: 8e-3}
 
 
-@pytest.mark.parametrize("variant", ["tile", "online", "split"])
+@pytest.mark.parametrize("variant", ["tile", "online", "split", "cols"])
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16])
 @pytest.mark.parametrize("shape", [(3, 1), (7, 300), (2, 2500)])
 @pytest.mark.parametrize(("temperature", "offset"), [(0.6, 0.0), (0.6, 150.0), (2.0, 250.0)])
