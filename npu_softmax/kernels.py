@@ -674,6 +674,16 @@ def softmax_split_stats_kernel(
 
 
 @triton.jit
+def _combined_parts(parts, sums):
+    # The split kernels' partial results at ``parts`` (maxima; their sums ``sums`` further on),
+    # combined along axis 0: the safe shift and ``sum(exp(x - shift))`` of what they cover.
+    m_parts = tl.load(parts)
+    d_parts = tl.load(parts + sums)
+    shift = _safe_shift(tl.max(m_parts, axis=0))
+    return shift, tl.sum(d_parts * _exp(m_parts - shift), axis=0)
+
+
+@triton.jit
 def _split_norm_item(y_ptr, part_ptr, x_ptr, item, n_items, n_cols, n_inner,
                      x_outer_stride, x_inner_stride, x_col_stride,
                      y_outer_stride, y_inner_stride, y_col_stride, split_cols, scale, cols,
@@ -685,11 +695,7 @@ def _split_norm_item(y_ptr, part_ptr, x_ptr, item, n_items, n_cols, n_inner,
     OUT_TY: tl.constexpr = y_ptr.dtype.element_ty
     ACC_TY: tl.constexpr = part_ptr.dtype.element_ty
     row, lo, hi = _split_range(item, split_cols, n_cols, N_SPLITS)
-    parts = part_ptr + row * N_SPLITS + tl.arange(0, N_SPLITS)
-    m_parts = tl.load(parts)
-    d_parts = tl.load(parts + n_items)
-    shift = _safe_shift(tl.max(m_parts, axis=0))
-    d = tl.sum(d_parts * _exp(m_parts - shift), axis=0)
+    shift, d = _combined_parts(part_ptr + row * N_SPLITS + tl.arange(0, N_SPLITS), n_items)
     x_row = x_ptr + _row_start(row, n_inner, x_outer_stride, x_inner_stride, ALIGN)
     y_row = y_ptr + _row_start(row, n_inner, y_outer_stride, y_inner_stride, ALIGN)
     _range_normalize(x_row, y_row, x_col_stride, y_col_stride, cols, lo, hi, shift, d, scale,

@@ -24,6 +24,7 @@ import triton.language as tl
 
 from ._compat import gdc_launch_dependents, gdc_wait
 from .kernels import (
+    _combined_parts,
     _exp,
     _finish,
     _last_chunk,
@@ -185,14 +186,10 @@ def _cols_split_norm_item(y_ptr, part_ptr, x_ptr, item, n_items, n_cols, n_inner
     ACC_TY: tl.constexpr = part_ptr.dtype.element_ty
     g, lo, hi, outer, inner, imask = _split_item(item, split_cols, n_cols, n_inner, N_SPLITS,
                                                  BLOCK_I)
-    parts = _group_parts(part_ptr, g, N_SPLITS, BLOCK_I)
-    m_parts = tl.load(parts)
-    d_parts = tl.load(parts + n_items * BLOCK_I)
-    shift = _safe_shift(tl.max(m_parts, axis=0))[None, :]
-    d = tl.sum(d_parts * _exp(m_parts - shift), axis=0)
+    shift, d = _combined_parts(_group_parts(part_ptr, g, N_SPLITS, BLOCK_I), n_items * BLOCK_I)
     _cols_normalize(x_ptr + outer * x_outer_stride + inner * x_inner_stride,
                     y_ptr + outer * y_outer_stride + inner * y_inner_stride, imask,
-                    x_col_stride, y_col_stride, c, lo, hi, shift, _norm(d, LOG)[None, :],
+                    x_col_stride, y_col_stride, c, lo, hi, shift[None, :], _norm(d, LOG)[None, :],
                     scale, BLOCK_C, ACC_TY, LOG, EVICT, STORE_CACHE, pre, PRE)
 
 
