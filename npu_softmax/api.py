@@ -44,7 +44,8 @@ def softmax(x: torch.Tensor, dim: int = -1, *, dtype: torch.dtype | None = None,
     Raises:
         TypeError: ``x``/``out`` is not a tensor, a dtype is not supported, or ``temperature`` is
             not a number.
-        ValueError: bad ``variant`` or ``temperature`` value, or ``out`` has the wrong shape.
+        ValueError: bad ``variant`` or ``temperature`` value, ``variant="tile"`` on rows
+            longer than the target's one-block tile, or ``out`` has the wrong shape.
         IndexError: ``dim`` is out of range.
         RuntimeError: a tensor is on a device the active Triton driver cannot serve, ``out``
             overlaps ``x`` partially, or ``out`` is used with autograd.

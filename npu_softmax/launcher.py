@@ -121,6 +121,11 @@ def plan(layout: RowLayout, itemsize: int, n_cores: int, be: Backend,
     ``variant`` forces a variant (tests use it to run each one on small shapes). ``streams`` is
     how many tensors a kernel reads per element (2 for the backward's ``y`` and ``dy``): the
     tile and chunk budgets are shared between them.
+
+    Raises:
+        ValueError: ``variant="tile"`` for rows longer than the target's tile
+            (``Backend.tile_elems``): that variant holds a whole row in one block, which Triton
+            could not compile for such rows (too many threads or registers, or past the UB).
     """
     # The backward reads the forward's output (y) and dy, laid out alike as a rule: y decides.
     return _plan(layout.n_rows, layout.n_cols, layout.max_offset(), itemsize, n_cores,
@@ -139,6 +144,10 @@ def _plan(n_rows: int, n_cols: int, max_offset: int, itemsize: int, n_cores: int
     def chunk(kind: str) -> int:
         return min(max(1, be.chunk_elems(itemsize, kind, n_cols) // streams), full_block)
 
+    if variant == "tile" and full_block > be.tile_elems(itemsize):
+        raise ValueError(f"variant='tile' holds a row in one block of at most "
+                         f"{be.tile_elems(itemsize)} elements on this target ({be.name}); rows "
+                         f"of {n_cols} elements take 'online', 'split' or the launcher's choice")
     most_splits = triton.cdiv(n_cols, chunk("split"))
     if variant is None:
         online_from = be.online_from(itemsize)

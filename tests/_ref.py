@@ -12,6 +12,8 @@ cancellation (``dy - sum(dy * y)``, ``x - max - log(sum)``).
 
 from __future__ import annotations
 
+import re
+
 import torch
 
 #: (rtol, atol) of a probability rounded to each dtype, against float64.
@@ -59,3 +61,18 @@ def assert_close(actual: torch.Tensor, expected: torch.Tensor, dtype: torch.dtyp
     atol, rtol = TOL[dtype]
     torch.testing.assert_close(actual.detach().cpu().double(), expected.cpu().double(),
                                atol=atol * scale, rtol=rtol * scale, equal_nan=True)
+
+
+def check_tile_refusal(error: ValueError, n_cols: int) -> None:
+    """Re-raise ``error`` unless it is ``launcher.plan``'s refusal of a forced ``tile`` for rows
+    of ``n_cols``, longer than the one block the target holds, on an NPU. Tests force ``tile``
+    on rows of up to 20001 elements, which CUDA's and the interpreter's 32768-element tiles
+    hold; the NPU's unified-buffer tiles are shorter (docs/tuning.md), so there the test checks
+    the refusal instead."""
+    from npu_softmax import launcher
+
+    found = re.search(r"variant='tile' holds a row in one block of at most (\d+) elements",
+                      str(error))
+    if found is None or launcher.target().backend != "npu":
+        raise error
+    assert n_cols > int(found.group(1)), error

@@ -98,6 +98,21 @@ def test_bad_variant(device: str, variant: object) -> None:
         npu_softmax.softmax(torch.randn(3, 4, device=device), variant=variant)
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+@pytest.mark.parametrize("fn", [npu_softmax.softmax, npu_softmax.log_softmax])
+def test_tile_refused_for_rows_past_the_tile(kernel_device: str, dtype: torch.dtype,
+                                             fn: object) -> None:
+    """A forced ``tile`` holds a row in one block: on rows longer than the target's tile it is
+    a ValueError that names the other variants, not a failure inside Triton's compiler; the
+    launcher's own choice serves the same rows (the H100 found this with 2 x 1048577)."""
+    n_cols = launcher.backend().tile_elems(dtype.itemsize) + 1
+    x = torch.randn(2, n_cols, device=kernel_device).to(dtype)
+    with pytest.raises(ValueError, match=rf"variant='tile' .* rows of {n_cols} elements take "
+                                         r"'online', 'split'"):
+        fn(x, -1, variant="tile")
+    assert_softmax_close(npu_softmax.softmax(x, -1), reference(x, -1))
+
+
 def test_meta_tensor_is_refused() -> None:
     """A meta tensor has no data; no driver (and not the interpreter) can run it."""
     with pytest.raises(RuntimeError, match=r"the tensor is on 'meta' but"):
