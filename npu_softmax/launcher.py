@@ -139,15 +139,15 @@ def _plan(n_rows: int, n_cols: int, max_offset: int, itemsize: int, n_cores: int
     # plan() on plain numbers, cached: a call with a shape seen before costs a dict lookup.
     if variant == "cols" or variant is None and interleaved:
         return column_plan(n_rows, n_cols, n_inner, max_offset, itemsize, n_cores, be)
-    full_block = triton.next_power_of_2(n_cols)
-    fits = full_block * streams <= be.tile_elems(itemsize)
+    full_block, tile = triton.next_power_of_2(n_cols), be.tile_elems(itemsize)
+    fits = full_block * streams <= tile
     def chunk(kind: str) -> int:
         return min(max(1, be.chunk_elems(itemsize, kind, n_cols) // streams), full_block)
 
-    if variant == "tile" and full_block > be.tile_elems(itemsize):
-        raise ValueError(f"variant='tile' holds a row in one block of at most "
-                         f"{be.tile_elems(itemsize)} elements on this target ({be.name}); rows "
-                         f"of {n_cols} elements take 'online', 'split' or the launcher's choice")
+    if variant == "tile" and full_block > tile:
+        raise ValueError(f"variant='tile' holds a row in one block of at most {tile} elements "
+                         f"on this target ({be.name}); rows of {n_cols} elements take 'online', "
+                         f"'split' or the launcher's choice")
     most_splits = triton.cdiv(n_cols, chunk("split"))
     if variant is None:
         online_from = be.online_from(itemsize)
