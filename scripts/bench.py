@@ -13,6 +13,7 @@ cost of a call on a tiny tensor, and with ``--backward`` the backward pass besid
 
     python scripts/bench.py --out docs/benchmarks            # full run (GPU or NPU)
     python scripts/bench.py --quick                           # fewer sweep points
+    python scripts/bench.py --only-dims                       # only the other dims
 """
 
 from __future__ import annotations
@@ -46,8 +47,9 @@ DIM_CASES = [
     ((4096, 4096), 0, False), ((1024, 16384), 0, False), ((16384, 1024), 0, False),
     ((131072, 8), 0, False), ((32, 64, 4096), 1, False), ((8, 19, 262144), 1, False),
     ((16, 3, 50176), 1, False), ((64, 256, 1024), 1, False), ((64, 512, 512), 1, False),
-    ((256, 1000, 49), 1, False), ((4, 8192, 1024), 1, False), ((4096, 4096), -1, True),
-    ((8192, 1000), -1, True), ((1000, 8192), -1, True),
+    ((256, 1000, 49), 1, False), ((4, 8192, 1024), 1, False), ((512, 21, 4096), 1, False),
+    ((4096, 4096), -1, True), ((8192, 1000), -1, True), ((1000, 8192), -1, True),
+    ((16384, 100), -1, True),
 ]
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16}
 
@@ -180,6 +182,8 @@ def main() -> None:
     parser.add_argument("--no-sweep", action="store_true", help="only the list of shapes")
     parser.add_argument("--no-shapes", action="store_true",
                         help="no list of shapes (last dim) and no other dims")
+    parser.add_argument("--only-dims", action="store_true",
+                        help="only the other dims (no sweep, no list of shapes)")
     parser.add_argument("--rounds", type=int, default=3,
                         help="rounds per point, each provider's best kept (default 3)")
     parser.add_argument("--backward", action="store_true",
@@ -198,7 +202,7 @@ def main() -> None:
           f"triton {info['triton']}; providers: {', '.join(names)}")
 
     rows: list[dict] = []
-    if not args.no_sweep:
+    if not (args.no_sweep or args.only_dims):
         step = 8 if args.quick else 2
         for dname, dtype in DTYPES.items():
             for i in range(2, 100, step):
@@ -207,7 +211,7 @@ def main() -> None:
                 rows.append({"part": "sweep", "dtype": dname, "M": 4096, "N": 128 * i, **r})
             plot(rows, dname, os.path.join(args.out, f"bench_sweep_{dname}.png"), device_name)
     for dname, dtype in DTYPES.items():
-        for m, n in [] if args.no_shapes else SHAPES:
+        for m, n in [] if args.no_shapes or args.only_dims else SHAPES:
             x = torch.randn(m, n, device=device).mul(3).to(dtype)
             r = measure(fns, x, -1, names, args.rounds)
             rows.append({"part": "shapes", "dtype": dname, "M": m, "N": n, **r})

@@ -164,8 +164,9 @@ def test_groups_narrow_to_hold_rows_whole_on_cuda(itemsize: int) -> None:
 
 def test_cuda_2_byte_forward_column_tiles_hold_64_elements_a_thread() -> None:
     """On CUDA the forward's 2-byte ``cols`` tiles of 32-row groups, or of a transposed input,
-    hold 64 elements a thread (on 4 warps at least); float32 tiles, the backward's and narrow
-    groups of interleaved rows hold at most 32 of each tensor they read."""
+    hold 64 elements a thread (on 4 warps at least where ``_wide_column_min_warps`` says so);
+    float32 tiles, the backward's and narrow groups of interleaved rows hold at most 32 of each
+    tensor they read."""
     be = CudaBackend("cuda", 90)
     dim1 = row_layout((64, 256, 1024), 1, (262144, 1024, 1), (262144, 1024, 1))
     transposed = row_layout((8192, 1000), 1, (1, 8192), (1000, 1))
@@ -178,6 +179,62 @@ def test_cuda_2_byte_forward_column_tiles_hold_64_elements_a_thread() -> None:
         elems = p.block_m * p.block_n * streams // (32 * warps)
         assert p.variant == "cols" and (elems == most or most == 32 and elems <= 32), (
             layout, itemsize, streams, p, warps)
+
+
+def _contiguous_layout(shape: tuple[int, ...], dim: int, transposed: bool = False) -> RowLayout:
+    # The row layout of a softmax over ``dim`` of a contiguous tensor (of its transpose, into a
+    # contiguous output, with ``transposed``).
+    strides = torch.empty(shape[::-1] if transposed else shape).stride()
+    out = torch.empty(shape).stride()
+    return row_layout(shape, dim, strides[::-1] if transposed else strides, out)
+
+
+@pytest.mark.parametrize("shape,dim,transposed,itemsize,streams,warps", [
+    ((8, 19, 262144), 1, False, 2, 1, 2),  # whole rows of 32 lanes, aligned runs
+    ((2048, 5, 1024), 1, False, 2, 1, 2),  # of 8 lanes
+    ((16384, 100), 1, True, 2, 1, 2),  # a transposed input's rows of 128 lanes
+    ((16, 3, 50176), 1, False, 2, 1, 4),  # tiles of 4 lanes
+    ((64, 7, 20001), 1, False, 2, 1, 4),  # runs not whole vectors
+    ((8, 19, 262144), 1, False, 4, 1, 4),  # float32
+    ((8, 19, 262144), 1, False, 2, 2, 8),  # the backward: 32 elements of each of two tensors
+    ((64, 256, 1024), 1, False, 2, 1, 4),  # tiles of 8192: 64 elements a thread on 4 warps
+])
+def test_cuda_2_byte_forward_column_tiles_of_4096_on_2_warps(
+        shape: tuple[int, ...], dim: int, transposed: bool, itemsize: int, streams: int,
+        warps: int) -> None:
+    """On CUDA the forward's 2-byte ``cols`` tiles of 4096 elements that hold whole rows of at
+    least 8 lanes, with aligned runs or a transposed output, run on 2 warps (64 elements a
+    thread); other tiles keep 4 warps at least."""
+    be = CudaBackend("cuda", 90)
+    layout = _contiguous_layout(shape, dim, transposed)
+    p = launcher.plan(layout, itemsize, 132, be, streams=streams)
+    assert p.variant == "cols" and p.n_splits == 1 and p.block_n >= layout.n_cols, p
+    assert be.for_layout(layout, itemsize, streams).options(p, itemsize)["num_warps"] == warps
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+@pytest.mark.parametrize("shape,dim,transposed", [
+    ((2, 19, 2048), 1, False), ((16, 5, 1024), 1, False), ((100, 1024), -1, True)])
+def test_whole_column_tiles_of_2_byte_rows(kernel_device: str, dtype: torch.dtype,
+                                           shape: tuple[int, ...], dim: int,
+                                           transposed: bool) -> None:
+    """Short interleaved 2-byte rows in the device's own plans (on CUDA: whole in tiles of 4096
+    elements on 2 warps), softmax and log_softmax into NaN-poisoned outputs."""
+    x = _input(shape, transposed, dtype, kernel_device)
+    for fn, log in ((npu_softmax.softmax, False), (npu_softmax.log_softmax, True)):
+        y = torch.full(x.shape, float("nan"), dtype=dtype, device=kernel_device)
+        fn(x, dim, out=y)
+        ref = reference(x, dim, log=log)
+        if log:
+            assert_close(y, ref, dtype)
+        else:
+            assert_softmax_close(y, ref, f"{shape} dim {dim} {transposed=} {dtype}")
+    be = launcher.backend()
+    if isinstance(be, CudaBackend) and be.name == "cuda":
+        layout = row_layout(x.shape, dim % x.dim(), x.stride(), y.stride())
+        p = launcher.plan(layout, 2, launcher.core_count(0), be)
+        assert p.variant == "cols" and p.block_n >= layout.n_cols, p
+        assert be.for_layout(layout, 2).options(p, 2)["num_warps"] == 2, p
 
 
 #: (shape, transposed, CUDA's float32 and bfloat16 forward plans as (block_m, n_splits)): rows

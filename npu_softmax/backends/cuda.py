@@ -91,6 +91,11 @@ COLUMN_CHUNK_ELEMS = 8192
 #: Elements a thread holds of the forward's 2-byte ``cols`` tiles
 #: (``CudaBackend._wide_column_threads``).
 HALF_COLUMN_THREAD_ELEMS = 64
+#: Fewest warps of such a tile: 2 where it holds whole rows of at least
+#: ``HALF_COLUMN_FEW_WARPS_MIN_COLS`` lanes and its runs are aligned vectors or its output
+#: transposed, 4 otherwise (``CudaBackend._wide_column_min_warps``).
+HALF_COLUMN_FEW_WARPS = 2
+HALF_COLUMN_FEW_WARPS_MIN_COLS = 8
 #: ``cols`` groups of a transposed input, whose output rows are contiguous (stored across the
 #: groups), narrow down to this many rows where that holds whole rows in a chunk
 #: (``Backend.column_min_lanes``). Through the API on the H100 (2026-11-25, sixteenth session,
@@ -413,7 +418,8 @@ class CudaBackend(Backend):
         if plan.variant == "cols":
             elems = block_m * block_n * self.streams
             if self._wide_column_threads(plan, itemsize):
-                return max(4, elems // (32 * HALF_COLUMN_THREAD_ELEMS))
+                return max(self._wide_column_min_warps(plan),
+                           elems // (32 * HALF_COLUMN_THREAD_ELEMS))
             # 32 elements a thread at most, of each tensor read (the backward reads two).
             return 4 if elems <= 4096 else 8 if elems <= 8192 else 16
         if plan.variant == "tile" and block_m == 1 and self._one_warp_row(block_n + tail_n,
@@ -472,6 +478,21 @@ class CudaBackend(Backend):
         # of 64x512x512 2597 -> 2395).
         return (itemsize == 2 and self.streams == 1
                 and (plan.block_m >= COLUMN_LANES or self.transposed_output))
+
+    def _wide_column_min_warps(self, plan: Plan) -> int:
+        # A tile of 4096 elements (whole rows of up to 128 lanes in 32-row groups, of up to 512
+        # in a transposed input's 8-row ones) on 2 warps, not 4, so it too holds 64 elements a
+        # thread. Through the API on the H100 (2026-11-25, twenty-fifth session,
+        # docs/tuning.md), one process, best of 3, bf16 (fp16 alike): dim 1 of 8x19x262144 996
+        # -> 2020 GB/s, of 512x21x4096 1095 -> 2188, of 2048x5x1024 928 -> 2080, of 128x32x8192
+        # 1562 -> 2620, of 32x64x4096 1702 -> 1960, of 4x100x65536 2164 -> 2353; transposed
+        # 16384 rows of 100 617 -> 742. Tiles of 4 lanes lost (dim 1 of 16x3x50176 1173 ->
+        # 1117, fp16 1188 -> 1121), as did runs loaded element by element (dim 1 of
+        # 64x7x20001 1542 -> 1249). Float32 tiles on 2 warps moved by -3% to +14%: not taken.
+        if plan.block_n >= HALF_COLUMN_FEW_WARPS_MIN_COLS and (self.aligned_columns
+                                                                or self.transposed_output):
+            return HALF_COLUMN_FEW_WARPS
+        return 4
 
     def max_programs(self, kernel: Any, args: tuple, constexprs: dict[str, Any],
                      options: dict[str, Any], device_index: int) -> int:
