@@ -12,6 +12,7 @@ cancellation (``dy - sum(dy * y)``, ``x - max - log(sum)``).
 
 from __future__ import annotations
 
+import math
 import re
 
 import torch
@@ -76,3 +77,8 @@ def check_tile_refusal(error: ValueError, n_cols: int) -> None:
     if found is None or launcher.target().backend != "npu":
         raise error
     assert n_cols > int(found.group(1)), error
+
+
+def contiguous_strides(shape: list[int]) -> list[int]:
+    """The strides, in elements, of a contiguous tensor of ``shape`` (no tensor allocated)."""
+    return [math.prod(shape[d + 1:]) for d in range(len(shape))]

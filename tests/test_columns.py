@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 import torch
-from _ref import DTYPES, assert_close, assert_softmax_close, reference
+from _ref import DTYPES, assert_close, assert_softmax_close, contiguous_strides, reference
 
 import npu_softmax
 from npu_softmax import eager, launcher
@@ -184,9 +184,9 @@ def test_cuda_2_byte_forward_column_tiles_hold_64_elements_a_thread() -> None:
 def _contiguous_layout(shape: tuple[int, ...], dim: int, transposed: bool = False) -> RowLayout:
     # The row layout of a softmax over ``dim`` of a contiguous tensor (of its transpose, into a
     # contiguous output, with ``transposed``).
-    strides = torch.empty(shape[::-1] if transposed else shape).stride()
-    out = torch.empty(shape).stride()
-    return row_layout(shape, dim, strides[::-1] if transposed else strides, out)
+    out = contiguous_strides(list(shape))
+    strides = contiguous_strides(list(shape[::-1]))[::-1] if transposed else out
+    return row_layout(shape, dim, strides, out)
 
 
 @pytest.mark.parametrize("shape,dim,transposed,itemsize,streams,warps", [

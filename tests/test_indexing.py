@@ -10,7 +10,7 @@ import math
 import pytest
 import torch
 import triton
-from _ref import assert_softmax_close, reference
+from _ref import assert_softmax_close, contiguous_strides, reference
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -32,14 +32,10 @@ def _offsets(shape: list[int], strides: list[int]) -> torch.Tensor:
     return off
 
 
-def _contiguous_strides(shape: list[int]) -> list[int]:
-    return [math.prod(shape[d + 1:]) for d in range(len(shape))]
-
-
 def _check_layout(shape: list[int], dim: int, xs: list[int]) -> RowLayout | None:
     """``row_layout`` for ``x`` strides ``xs`` and a contiguous output; when it folds, every
     (row, col) must address the input and output element of one logical index."""
-    ys = _contiguous_strides(shape)
+    ys = contiguous_strides(shape)
     layout = row_layout(shape, dim, xs, ys)
     if layout is None:
         return None
@@ -90,7 +86,7 @@ def test_row_layout_folds_contiguous_and_transposed(shape: tuple[int, ...]) -> N
     """Contiguous tensors never need the copy, nor do transposed ones of rank <= 3 (at most
     two dims besides the normalised one: always an (outer, inner) pair)."""
     for dim in range(len(shape)):
-        assert _check_layout(list(shape), dim, _contiguous_strides(list(shape))) is not None
+        assert _check_layout(list(shape), dim, contiguous_strides(list(shape))) is not None
         swaps = itertools.combinations(range(len(shape)), 2) if len(shape) <= 3 else []
         for a, b in swaps:
             t = torch.empty([shape[b] if d == a else shape[a] if d == b else s
@@ -102,7 +98,7 @@ def test_row_layout_permuted_4d_is_the_copy_case() -> None:
     """Three non-normalised dims in a foreign order fold to no (outer, inner) pair: None."""
     t = torch.empty(2, 3, 4, 5).permute(2, 0, 3, 1)  # shape (4, 2, 5, 3)
     assert row_layout(list(t.shape), 3, list(t.stride()),
-                      _contiguous_strides(list(t.shape))) is None
+                      contiguous_strides(list(t.shape))) is None
 
 
 BACKENDS = [InterpreterBackend(), CudaBackend("cuda"), CudaBackend("hip"),
