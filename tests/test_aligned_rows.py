@@ -31,7 +31,9 @@ def _check(x: torch.Tensor, variant: str | None, msg: str, dim: int = -1) -> Non
 
 @pytest.mark.parametrize("variant", VARIANTS)
 @pytest.mark.parametrize("dtype", DTYPES)
-@pytest.mark.parametrize("rows,cols", [(37, 200), (6, 1000), (3, 4104), (41, 100), (5, 4098)])
+# Few rows: each still meets every row alignment its length gives (rows of 100 bfloat16
+# elements start 16-byte aligned every fourth row), and the interpreter's 4 programs loop.
+@pytest.mark.parametrize("rows,cols", [(9, 200), (6, 1000), (3, 4104), (11, 100), (5, 4098)])
 def test_rows_of_whole_vectors(kernel_device: str, variant: str | None, dtype: torch.dtype,
                                rows: int, cols: int) -> None:
     if dtype not in supported_dtypes(torch.device(kernel_device)):

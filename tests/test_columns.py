@@ -32,10 +32,13 @@ CASES = [
 
 @pytest.fixture
 def small_columns(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Column tiles of 256 elements, chunks of 64, groups of at least 4 rows, 4 cores."""
+    """Column tiles of 256 elements, chunks of 64 (whole-row chunks too), groups of at least 4
+    rows, 4 cores."""
     be = type(launcher.backend())
     monkeypatch.setattr(be, "column_tile_elems", lambda self, itemsize, lanes: 256)
     monkeypatch.setattr(be, "column_chunk_elems", lambda self, itemsize, lanes: 64)
+    monkeypatch.setattr(be, "column_whole_chunk_elems",
+                        lambda self, itemsize, lanes, split, few: 64)
     monkeypatch.setattr(be, "column_lanes", lambda self, itemsize: 4)
     monkeypatch.setattr(launcher, "core_count", lambda device_index: 4)
     monkeypatch.setattr(eager, "_calls", {})
@@ -139,7 +142,8 @@ def _shape(p: launcher.Plan) -> tuple:
 @pytest.mark.parametrize("itemsize", [2, 4])
 def test_groups_narrow_to_hold_rows_whole_on_cuda(itemsize: int) -> None:
     """On CUDA, groups hold their rows whole in one chunk (one read) where a group of the
-    target's sizes allows it: a transposed input's narrowed to 8 rows; interleaved rows' where
+    target's sizes allows it: a transposed input's narrowed to 8 rows (to 4 in the float32
+    forward: ``test_cuda_float32_transposed_rows_whole_in_narrow_groups``); interleaved rows' where
     32-row groups would be split, in float32 narrowed to 8 rows, in the 2-byte backward to 16
     (chunks of 16384), in the forward in chunks of 32768 where the runs are aligned (float32
     8 rows, 2-byte 32 or 16); otherwise 32 rows."""
@@ -150,7 +154,8 @@ def test_groups_narrow_to_hold_rows_whole_on_cuda(itemsize: int) -> None:
     unaligned = row_layout((256, 1000, 49), 1, (49000, 49, 1), (49000, 49, 1))
     whole = row_layout((512, 65536), 0, (65536, 1), (65536, 1))  # 2048 groups: no split
     assert _shape(launcher.plan(transposed, itemsize, 132, be)) == ("cols", 8, 1024, 1)
-    assert _shape(launcher.plan(long, itemsize, 132, be)) == ("cols", 32, 256, 8)
+    assert _shape(launcher.plan(long, itemsize, 132, be)) == (
+        ("cols", 8, 4096, 1) if itemsize == 4 else ("cols", 32, 256, 8))
     forward = ("cols", 8, 1024, 1) if itemsize == 4 else ("cols", 32, 1024, 1)
     backward = ("cols", 8, 1024, 1) if itemsize == 4 else ("cols", 16, 1024, 1)
     assert _shape(launcher.plan(split, itemsize, 132, be)) == forward
@@ -179,6 +184,26 @@ def test_cuda_2_byte_forward_column_tiles_hold_64_elements_a_thread() -> None:
         elems = p.block_m * p.block_n * streams // (32 * warps)
         assert p.variant == "cols" and (elems == most or most == 32 and elems <= 32), (
             layout, itemsize, streams, p, warps)
+
+
+@pytest.mark.parametrize("shape,plan", [
+    ((1000, 8192), (4, 8192, 1)),  # 250 groups of 4 rows of 8192
+    ((2000, 4096), (8, 4096, 1)),  # 250 groups of 8 rows of 4096
+    ((1000, 4096), (4, 4096, 1)),  # 8-row groups would be 125, fewer than the SMs
+    ((1000, 2048), (8, 2048, 1)),  # 125 groups, but in tiles of 16384: kept
+    ((1000, 16384), (32, 256, 32)),  # rows too long for 4-row groups: split, as before
+    ((8192, 1000), (8, 1024, 1)),  # rows of 1000: 8-row groups in chunks of 8192, as before
+])
+def test_cuda_float32_transposed_rows_whole_in_narrow_groups(
+        shape: tuple[int, int], plan: tuple[int, int, int]) -> None:
+    """On CUDA the float32 forward holds a transposed input's rows of up to 8192 whole, in
+    groups of 8 rows or, narrowed, 4 (16-byte runs), in tiles of up to 32768 elements; where
+    8-row groups in such a tile would be fewer than the SMs, 4-row ones. 2-byte rows keep
+    groups of 8 rows at least."""
+    be = CudaBackend("cuda", 90)
+    layout = _contiguous_layout(shape, 1, transposed=True)
+    assert _shape(launcher.plan(layout, 4, 132, be)) == ("cols", *plan)
+    assert launcher.plan(layout, 2, 132, be).block_m >= 8
 
 
 def _contiguous_layout(shape: tuple[int, ...], dim: int, transposed: bool = False) -> RowLayout:
@@ -238,10 +263,12 @@ def test_whole_column_tiles_of_2_byte_rows(kernel_device: str, dtype: torch.dtyp
 
 
 #: (shape, transposed, CUDA's float32 and bfloat16 forward plans as (block_m, n_splits)): rows
-#: of 1000 or 2500 of a transposed input, or of dim 0 of a contiguous one whose runs are
-#: aligned (32 columns) or not (40).
+#: of 1000-2500 of a transposed input, or of dim 0 of a contiguous one whose runs are aligned
+#: (32 columns) or not (40).
 TARGET_CASES = [
     ((1000, 40), True, (8, 1), (8, 1)),
+    ((2000, 200), True, (8, 1), (32, 8)),
+    ((2500, 40), True, (4, 1), (32, 16)),
     ((1000, 32), False, (8, 1), (32, 1)),
     ((2500, 32), False, (8, 1), (32, 16)),
     ((1000, 40), False, (8, 1), (32, 4)),

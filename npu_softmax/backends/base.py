@@ -189,10 +189,12 @@ class Backend:
         """Elements of a ``cols`` chunk, for rows too long for ``column_tile_elems``."""
         raise NotImplementedError
 
-    def column_whole_chunk_elems(self, itemsize: int, lanes: int, split: bool) -> int:
+    def column_whole_chunk_elems(self, itemsize: int, lanes: int, split: bool,
+                                 few: bool) -> int:
         """Elements of a chunk that holds the whole rows of a group of ``lanes`` rows, for rows
         too long for ``column_chunk_elems`` of the widest groups (``split``: whether those would
-        be split between programs): ``column_chunk_elems`` here."""
+        be split between programs; ``few``: whether groups of ``lanes`` rows are fewer than the
+        cores): ``column_chunk_elems`` here."""
         return self.column_chunk_elems(itemsize, lanes)
 
     def tail_block(self, n_cols: int, itemsize: int) -> int:

@@ -102,6 +102,18 @@ HALF_COLUMN_FEW_WARPS_MIN_COLS = 8
 #: docs/tuning.md), 8192 rows of 1000, transposed, 8 rows a group against 32: fp32 1381 -> 2079
 #: GB/s, bf16 624 -> 1191 (one read instead of a loop split four ways).
 TRANSPOSED_MIN_LANES = 8
+#: The float32 forward's groups of a transposed input narrow further, down to
+#: ``TRANSPOSED_FLOAT_MIN_LANES`` rows (16-byte runs), and groups of at most
+#: ``TRANSPOSED_WHOLE_LANES`` rows hold their rows whole in chunks of ``SPLIT_WHOLE_CHUNK_ELEMS``
+#: (16 warps, one program an SM), but in at most ``FEW_GROUPS_CHUNK_ELEMS`` where those groups
+#: would be fewer than the SMs and a narrower group is allowed. Through the API on the H100
+#: (2026-11-25, twenty-sixth session, docs/tuning.md), best of 3, against split 32-row groups
+#: (rows x columns of ``randn(columns, rows).t()``): 1000x8192 1156 -> 1564 GB/s (4x8192),
+#: 4096x4096 1711 -> 1915 (8x4096), 4096x2048 1551 -> 1684 (8x2048), 1000x4096 1251 -> 1461
+#: (4x4096: in 8x4096 tiles, 125 groups for 132 SMs, 1172), 300x4096 776 -> 949 (8x4096: 541).
+TRANSPOSED_FLOAT_MIN_LANES = 4
+TRANSPOSED_WHOLE_LANES = 8
+FEW_GROUPS_CHUNK_ELEMS = 16384
 #: Interleaved rows whose output is interleaved too narrow where groups of ``COLUMN_LANES``
 #: would be split between programs: float32 down to 8 rows (forward and backward), 2-byte rows
 #: in the backward to 16, whose 16-row groups take chunks of ``HALF_BACKWARD_CHUNK_ELEMS`` (of
@@ -279,7 +291,8 @@ class CudaBackend(Backend):
 
     def column_min_lanes(self, itemsize: int, split: bool) -> int:
         if self.transposed_output:
-            return TRANSPOSED_MIN_LANES
+            return (TRANSPOSED_FLOAT_MIN_LANES if self._transposed_float_forward(itemsize)
+                    else TRANSPOSED_MIN_LANES)
         if not split:
             return COLUMN_LANES
         if itemsize == 2:
@@ -296,11 +309,20 @@ class CudaBackend(Backend):
             return HALF_BACKWARD_CHUNK_ELEMS
         return COLUMN_CHUNK_ELEMS
 
-    def column_whole_chunk_elems(self, itemsize: int, lanes: int, split: bool) -> int:
+    def column_whole_chunk_elems(self, itemsize: int, lanes: int, split: bool,
+                                 few: bool) -> int:
+        if self._transposed_float_forward(itemsize) and lanes <= TRANSPOSED_WHOLE_LANES:
+            if few and lanes > TRANSPOSED_FLOAT_MIN_LANES:
+                return FEW_GROUPS_CHUNK_ELEMS
+            return SPLIT_WHOLE_CHUNK_ELEMS
         if (split and self.streams == 1 and self.aligned_columns and not self.transposed_output
                 and lanes <= SPLIT_WHOLE_LANES.get(itemsize, 0)):
             return SPLIT_WHOLE_CHUNK_ELEMS
         return self.column_chunk_elems(itemsize, lanes)
+
+    def _transposed_float_forward(self, itemsize: int) -> bool:
+        # The forward of float32 rows of a transposed input (``TRANSPOSED_FLOAT_MIN_LANES``).
+        return self.transposed_output and self.streams == 1 and itemsize == 4
 
     def rows_per_block(self, block_n: int, n_rows: int, n_cores: int, itemsize: int) -> int:
         # Tiles of at most 1024 elements for rows that are not 16-byte aligned, float32 rows of
