@@ -184,9 +184,9 @@ def column_plan(n_rows: int, n_cols: int, n_inner: int, max_offset: int, itemsiz
     A group of at least the target's ``column_lanes`` rows (fewer where there are fewer) holds
     whole rows in a tile of ``column_tile_elems`` where they fit, with as many more rows as the
     tile leaves room for; longer rows go in ``column_chunk_elems`` chunks, whole in one chunk
-    (``column_whole_chunk_elems``) of a group of as few as ``column_min_lanes`` rows where
-    that allows it (both may depend on whether the wide groups would be split, the chunk on
-    whether the narrower ones would be fewer than the cores), and where the
+    of the widest group, down to ``column_min_lanes`` rows, that the target says holds them
+    (``column_holds_whole``: both may depend on whether the wide groups would be split, the
+    second on how many groups the narrower width gives), and where the
     groups are too few to give every core ``split_items_per_core`` work items, each group's
     rows are split between programs as the split variant splits a row, into no more ranges
     than a chunk holds groups (the split kernels combine a group's partial results as one
@@ -206,8 +206,8 @@ def column_plan(n_rows: int, n_cols: int, n_inner: int, max_offset: int, itemsiz
             split = column_groups(n_rows, n_inner, lanes) < be.split_items_per_core * n_cores
             narrow = lanes
             while narrow >= be.column_min_lanes(itemsize, split):
-                few = column_groups(n_rows, n_inner, narrow) < n_cores
-                if full * narrow <= be.column_whole_chunk_elems(itemsize, narrow, split, few):
+                groups = column_groups(n_rows, n_inner, narrow)
+                if be.column_holds_whole(itemsize, narrow, full, split, groups, n_cores):
                     lanes, tile = narrow, full * narrow
                     break
                 narrow //= 2

@@ -37,8 +37,9 @@ def small_columns(monkeypatch: pytest.MonkeyPatch) -> None:
     be = type(launcher.backend())
     monkeypatch.setattr(be, "column_tile_elems", lambda self, itemsize, lanes: 256)
     monkeypatch.setattr(be, "column_chunk_elems", lambda self, itemsize, lanes: 64)
-    monkeypatch.setattr(be, "column_whole_chunk_elems",
-                        lambda self, itemsize, lanes, split, few: 64)
+    monkeypatch.setattr(be, "column_holds_whole",
+                        lambda self, itemsize, lanes, cols, split, groups, n_cores:
+                        lanes * cols <= 64)
     monkeypatch.setattr(be, "column_lanes", lambda self, itemsize: 4)
     monkeypatch.setattr(launcher, "core_count", lambda device_index: 4)
     monkeypatch.setattr(eager, "_calls", {})
@@ -206,6 +207,55 @@ def test_cuda_float32_transposed_rows_whole_in_narrow_groups(
     assert launcher.plan(layout, 2, 132, be).block_m >= 8
 
 
+@pytest.mark.parametrize("shape,plan", [
+    ((2048, 2048), (16, 2048, 1)),  # 128 groups of 16 rows of 2048
+    ((2048, 1280), (16, 2048, 1)),  # 80 groups: at least half the SMs
+    ((1025, 4096), (16, 2048, 1)),
+    ((2048, 1024), (8, 2048, 1)),  # 64 groups of 16 rows would be under half the SMs
+    ((1000, 8192), (8, 1024, 1)),  # rows of up to 1024 keep 8-row groups
+    ((2048, 1000), (32, 256, 8)),  # runs not whole vectors: split, as before
+])
+def test_cuda_float32_rows_of_up_to_2048_whole_in_16_row_groups(
+        shape: tuple[int, int], plan: tuple[int, int, int]) -> None:
+    """On CUDA the float32 forward holds interleaved rows of 1025-2048 elements (dim 0 of a
+    matrix) whole in groups of 16 rows, a tile of 32768 elements, where 32-row groups would be
+    split, their runs are aligned and the 16-row groups number at least half the SMs."""
+    be = CudaBackend("cuda", 90)
+    layout = _contiguous_layout(shape, 0)
+    assert _shape(launcher.plan(layout, 4, 132, be)) == ("cols", *plan)
+    assert launcher.plan(layout, 4, 132, be, streams=2).block_m != 16 or plan[0] != 16
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_rows_of_up_to_2048_in_16_row_groups(kernel_device: str, dtype: torch.dtype,
+                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """Dim 0 of a 1100x64 matrix planned for 4 cores, as CUDA plans 2048x2048 for 132 SMs
+    (16-row groups, whole rows of up to 2048 in one tile), softmax, log_softmax into
+    NaN-poisoned outputs and the gradient on every kernel device."""
+    monkeypatch.setattr(launcher, "core_count", lambda device_index: 4)
+    monkeypatch.setattr(eager, "_calls", {})
+    launcher._plan.cache_clear()
+    try:
+        x = _input((1100, 64), False, dtype, kernel_device)
+        for fn, log in ((npu_softmax.softmax, False), (npu_softmax.log_softmax, True)):
+            y = torch.full(x.shape, float("nan"), dtype=dtype, device=kernel_device)
+            fn(x, 0, out=y)
+            assert_close(y, reference(x, 0, log=log), dtype)
+        x.requires_grad_()
+        dy = torch.randn(x.shape).to(dtype).to(kernel_device)
+        (dx,) = torch.autograd.grad(npu_softmax.softmax(x, 0), x, dy)
+        x64 = x.detach().cpu().double().requires_grad_()
+        (ref,) = torch.autograd.grad(torch.softmax(x64, 0), x64, dy.cpu().double())
+        assert_close(dx, ref, dtype, scale=4.0)
+        be = launcher.backend()
+        if isinstance(be, CudaBackend) and be.name == "cuda":
+            p = launcher.plan(row_layout(x.shape, 0, x.stride(), x.stride()), x.element_size(),
+                              4, be)
+            assert _shape(p) == ("cols", 16, 2048, 1), p
+    finally:
+        launcher._plan.cache_clear()
+
+
 def _contiguous_layout(shape: tuple[int, ...], dim: int, transposed: bool = False) -> RowLayout:
     # The row layout of a softmax over ``dim`` of a contiguous tensor (of its transpose, into a
     # contiguous output, with ``transposed``).
@@ -267,7 +317,7 @@ def test_whole_column_tiles_of_2_byte_rows(kernel_device: str, dtype: torch.dtyp
 #: (32 columns) or not (40).
 TARGET_CASES = [
     ((1000, 40), True, (8, 1), (8, 1)),
-    ((2000, 200), True, (8, 1), (32, 8)),
+    ((2000, 40), True, (8, 1), (32, 8)),
     ((2500, 40), True, (4, 1), (32, 16)),
     ((1000, 32), False, (8, 1), (32, 1)),
     ((2500, 32), False, (8, 1), (32, 16)),

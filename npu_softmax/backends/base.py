@@ -189,13 +189,14 @@ class Backend:
         """Elements of a ``cols`` chunk, for rows too long for ``column_tile_elems``."""
         raise NotImplementedError
 
-    def column_whole_chunk_elems(self, itemsize: int, lanes: int, split: bool,
-                                 few: bool) -> int:
-        """Elements of a chunk that holds the whole rows of a group of ``lanes`` rows, for rows
-        too long for ``column_chunk_elems`` of the widest groups (``split``: whether those would
-        be split between programs; ``few``: whether groups of ``lanes`` rows are fewer than the
-        cores): ``column_chunk_elems`` here."""
-        return self.column_chunk_elems(itemsize, lanes)
+    def column_holds_whole(self, itemsize: int, lanes: int, cols: int, split: bool,
+                           groups: int, n_cores: int) -> bool:
+        """Whether a group of ``lanes`` rows of ``cols`` elements (a power of two) holds its
+        rows whole in one chunk, for rows too long for ``column_chunk_elems`` of the widest
+        groups (``split``: whether those would be split between programs; ``groups``: how many
+        groups of ``lanes`` rows there are, for ``n_cores`` cores): where they fit
+        ``column_chunk_elems`` here."""
+        return lanes * cols <= self.column_chunk_elems(itemsize, lanes)
 
     def tail_block(self, n_cols: int, itemsize: int) -> int:
         """Columns of the tail block for a row of ``n_cols`` elements that fits the tile, 0 for

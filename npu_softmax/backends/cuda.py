@@ -136,6 +136,14 @@ HALF_BACKWARD_CHUNK_ELEMS = 16384
 #: to 340 in 32x1024 tiles, so those keep the chunks above.
 SPLIT_WHOLE_CHUNK_ELEMS = 32768
 SPLIT_WHOLE_LANES = {4: 8, 2: 32}
+#: ... and float32 groups of ``FLOAT_WIDE_WHOLE_LANES`` rows of 1025-2048 elements (a whole
+#: chunk) where those groups number at least half the SMs: through the API on the H100
+#: (2026-11-25, twenty-sixth session, docs/tuning.md), best of 3, against 8-row groups: dim 0 of
+#: 2048x2048 1335 -> 1543 GB/s, 2048x1280 1045 -> 1237, 1025x4096 1205 -> 1352, 1800x8192 1855
+#: -> 1974, dim 1 of 32x2000x64 1371 -> 1546 (13 cases, 1.03-1.18x); 16-row groups of rows of
+#: up to 1024 were mixed (dim 0 of 1024x16384 1.09x, dim 1 of 4x1024x1024 0.97x), and 32 such
+#: groups lost (dim 0 of 2048x512 781 -> 680).
+FLOAT_WIDE_WHOLE_LANES = 16
 #: Registers a thread of a 16-warp online program of 2-byte rows with a last chunk may use
 #: (``CudaBackend.options``): two such programs fit an SM's 65536.
 TWO_PROGRAM_REGS = 64
@@ -309,16 +317,19 @@ class CudaBackend(Backend):
             return HALF_BACKWARD_CHUNK_ELEMS
         return COLUMN_CHUNK_ELEMS
 
-    def column_whole_chunk_elems(self, itemsize: int, lanes: int, split: bool,
-                                 few: bool) -> int:
+    def column_holds_whole(self, itemsize: int, lanes: int, cols: int, split: bool,
+                           groups: int, n_cores: int) -> bool:
+        elems = lanes * cols
         if self._transposed_float_forward(itemsize) and lanes <= TRANSPOSED_WHOLE_LANES:
-            if few and lanes > TRANSPOSED_FLOAT_MIN_LANES:
-                return FEW_GROUPS_CHUNK_ELEMS
-            return SPLIT_WHOLE_CHUNK_ELEMS
-        if (split and self.streams == 1 and self.aligned_columns and not self.transposed_output
-                and lanes <= SPLIT_WHOLE_LANES.get(itemsize, 0)):
-            return SPLIT_WHOLE_CHUNK_ELEMS
-        return self.column_chunk_elems(itemsize, lanes)
+            few = groups < n_cores and lanes > TRANSPOSED_FLOAT_MIN_LANES
+            return elems <= (FEW_GROUPS_CHUNK_ELEMS if few else SPLIT_WHOLE_CHUNK_ELEMS)
+        if split and self.streams == 1 and self.aligned_columns and not self.transposed_output:
+            if lanes <= SPLIT_WHOLE_LANES.get(itemsize, 0):
+                return elems <= SPLIT_WHOLE_CHUNK_ELEMS
+            if (itemsize == 4 and lanes == FLOAT_WIDE_WHOLE_LANES
+                    and elems == SPLIT_WHOLE_CHUNK_ELEMS and 2 * groups >= n_cores):
+                return True
+        return super().column_holds_whole(itemsize, lanes, cols, split, groups, n_cores)
 
     def _transposed_float_forward(self, itemsize: int) -> bool:
         # The forward of float32 rows of a transposed input (``TRANSPOSED_FLOAT_MIN_LANES``).
