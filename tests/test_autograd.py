@@ -28,7 +28,8 @@ def test_gradcheck(kernel_device: str, name: str, variant: str | None,
     if launcher.target().backend == "npu":
         pytest.skip("no float64 on Ascend")
     fn, _ = FUNCS[name]
-    x = torch.randn(3, 13, dtype=torch.float64, device=kernel_device, requires_grad=True)
+    # Small: gradcheck runs the kernels twice per element (interpreted: seconds per element).
+    x = torch.randn(3, 9, dtype=torch.float64, device=kernel_device, requires_grad=True)
     assert torch.autograd.gradcheck(
         lambda t: fn(t, 1, temperature=temperature, variant=variant), (x,))
     x0 = torch.randn(7, 2, dtype=torch.float64, device=kernel_device, requires_grad=True)
@@ -97,10 +98,10 @@ def test_double_backward(kernel_device: str, name: str, variant: str | None) -> 
         pytest.skip("no float64 on Ascend")
     fn, torch_fn = FUNCS[name]
     # Small: gradgradcheck runs the kernels several times per element (minutes interpreted).
-    x = torch.randn(3, 7, dtype=torch.float64, device=kernel_device, requires_grad=True)
+    x = torch.randn(3, 5, dtype=torch.float64, device=kernel_device, requires_grad=True)
     assert torch.autograd.gradgradcheck(lambda t: fn(t, 1, temperature=0.7, variant=variant),
                                         (x,))
-    dy = torch.randn(3, 7, dtype=torch.float64, device=kernel_device)
+    dy = torch.randn(3, 5, dtype=torch.float64, device=kernel_device)
     (g_graph,) = torch.autograd.grad(fn(x, 1, variant=variant), x, dy, create_graph=True)
     (g_kernel,) = torch.autograd.grad(fn(x, 1, variant=variant), x, dy)
     assert g_graph.requires_grad and not g_kernel.requires_grad
