@@ -67,14 +67,14 @@ def tile_configs(x: torch.Tensor, y: torch.Tensor, lay: RowLayout,
     """The row kernel (one row per block) and the tile kernel (several rows per block), each
     with the row in one power-of-two block and, where that takes fewer lanes, as a head of half
     that block and a power-of-two tail (``Backend.tail_block``); rows that are not 16-byte
-    aligned also through aligned windows (``VEC``). Grids of 1 to 64 programs per SM: the
-    launcher runs at least 32 per SM for programs under 16 warps (``MIN_PROGRAMS_PER_SM``)."""
+    aligned also through aligned windows (``VEC``). Grids of 1 to 128 programs per SM: the
+    launcher runs at least 128 per SM for programs under 16 warps (``MIN_PROGRAMS_PER_SM``)."""
     m, n = x.shape
     full, tail = triton.next_power_of_2(n), head_tail(n)
     blocks = [(full, 0)] + ([(full // 2, tail)] if tail else [])
     for (block_n, tail_n), elems, warps, stages, per_sm in itertools.product(
             blocks, (512, 1024, 2048, 4096, 8192), (1, 2, 4, 8, 16, 32), (1, 2),
-            (1, 4, 16, 32, 64)):
+            (1, 4, 16, 32, 64, 128)):
         block_m = max(1, elems // full)
         if block_m == 1 and elems > full:
             continue

@@ -6,7 +6,7 @@ import pytest
 import torch
 import triton
 
-from npu_softmax import _compat, launcher
+from npu_softmax import _compat, kernels, kernels_backward, kernels_cols, launcher
 from npu_softmax.backends import AscendBackend, CudaBackend, InterpreterBackend, for_target
 from npu_softmax.layout import RowLayout
 
@@ -106,23 +106,35 @@ def test_cuda_aligned_2_byte_rows_of_257_to_1024_with_a_tail_go_one_to_a_one_war
     assert launcher.plan(layout, 2, 132, be, streams=2).block_m > 1
 
 
-def test_cuda_grids_of_one_warp_programs_fill_their_sms(monkeypatch: pytest.MonkeyPatch) -> None:
-    """At least 64 one-warp programs per SM (all an SM keeps), 32 of wider ones, even where
-    registers allow fewer; planned without a GPU."""
+def test_cuda_grids_of_small_programs_are_128_an_sm_and_32_for_cols(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Row kernels' programs of under 16 warps: at least 128 per SM, more than an SM keeps,
+    even where registers allow fewer; the ``cols`` kernels' (tiles of ``BLOCK_I`` rows) at
+    least 32; programs of 16+ warps 16 waves of what the SMs hold. Planned without a GPU."""
     props = {"multiprocessor_count": 132, "max_num_regs": 65536, "max_shared_mem": 232448,
              "warpSize": 32}
     monkeypatch.setattr(_compat, "device_properties", lambda index: props)
-    # 128 registers a thread: 16 one-warp programs an SM, 8 of two warps.
+    # 128 registers a thread: 16 one-warp programs an SM, 8 of two warps, 1 of 16 warps.
     monkeypatch.setattr(_compat, "compile_for_occupancy", lambda *args: (128, 0))
     be = CudaBackend("cuda", 90)
-    assert be.max_programs(None, (), {}, {"num_warps": 1}, 0) == 132 * 64
-    assert be.max_programs(None, (), {}, {"num_warps": 2}, 0) == 132 * 32
+    for warps in (1, 2, 4, 8):
+        assert be.max_programs(None, (), {"BLOCK_M": 4}, {"num_warps": warps}, 0) == 132 * 128
+        assert be.max_programs(None, (), {"BLOCK_I": 8}, {"num_warps": warps}, 0) == 132 * 32
+    assert be.max_programs(None, (), {}, {"num_warps": 16}, 0) == 132 * 16
+    assert be.max_programs(None, (), {"BLOCK_I": 8}, {"num_warps": 16}, 0) == 132 * 16
+    # The rule tells the kernels apart by that parameter: every ``cols`` kernel has it, no
+    # row kernel does.
+    for module, has in ((kernels, False), (kernels_backward, False), (kernels_cols, True)):
+        jitted = [v for k, v in vars(module).items()
+                  if k.startswith("softmax") and k.endswith("kernel")]
+        assert len(jitted) >= 5
+        assert all(("BLOCK_I" in k.arg_names) == has for k in jitted), module.__name__
 
 
 def test_cuda_grids_of_8_warp_rows_with_a_tail_are_what_the_sms_hold(
         monkeypatch: pytest.MonkeyPatch) -> None:
     """Row programs of 8 warps with a tail (2-byte rows of 8193-10240 elements) are launched as
-    many as the SMs hold, by registers; without a tail, or with 4 warps, at least 32 an SM."""
+    many as the SMs hold, by registers; without a tail, or with 4 warps, at least 128 an SM."""
     props = {"multiprocessor_count": 132, "max_num_regs": 65536, "max_shared_mem": 232448,
              "warpSize": 32}
     monkeypatch.setattr(_compat, "device_properties", lambda index: props)
@@ -130,8 +142,8 @@ def test_cuda_grids_of_8_warp_rows_with_a_tail_are_what_the_sms_hold(
     monkeypatch.setattr(_compat, "compile_for_occupancy", lambda *args: (64, 0))
     be = CudaBackend("cuda", 90)
     assert be.max_programs(None, (), {"TAIL_N": 1024}, {"num_warps": 8}, 0) == 132 * 4
-    assert be.max_programs(None, (), {"TAIL_N": 0}, {"num_warps": 8}, 0) == 132 * 32
-    assert be.max_programs(None, (), {"TAIL_N": 1024}, {"num_warps": 4}, 0) == 132 * 32
+    assert be.max_programs(None, (), {"TAIL_N": 0}, {"num_warps": 8}, 0) == 132 * 128
+    assert be.max_programs(None, (), {"TAIL_N": 1024}, {"num_warps": 4}, 0) == 132 * 128
     layout = _contiguous(4096, 9472)
     p = launcher.plan(layout, 2, 132, be)
     assert (p.block_n, p.tail_n) == (8192, 2048)

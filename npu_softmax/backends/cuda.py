@@ -21,16 +21,21 @@ MAX_THREADS_PER_SM = 2048
 #: (2026-11-22, docs/tuning.md): 4096x8192 fp32 2738 -> 2825 GB/s, bf16 2573 -> 2701, 4096x32768
 #: fp32 2817 -> 2926; tiles of short rows gained nothing from 16 waves (their grids: below).
 WIDE_PROGRAM_WAVES = 16
-#: Programs of fewer warps (tiles of short rows, a few thousand elements) are launched at least
-#: this many per SM, more than an SM keeps at once, so a grid of small work items is mostly one
-#: item per program. Through the API on the H100, two A/B runs (2026-11-23, fifth session,
-#: docs/tuning.md): 16384x512 fp32 2408-2689 -> 2491-2724 GB/s, bf16 1964-2275 -> 2032-2389;
-#: 4096x1024 fp32 2032 -> 2110 and bf16 1511 -> 1608 in one run, level in the other.
-MIN_PROGRAMS_PER_SM = 32
-#: ... and programs of one warp (2-byte rows of 257-1024 elements that are not 16-byte aligned,
-#: one a program) at least this many, as many as an SM keeps: through the API on the H100
-#: (2026-11-23, sixth session, docs/tuning.md), bf16 65536x333 2013 -> 2177 GB/s against 32.
-MIN_ONE_WARP_PROGRAMS_PER_SM = 64
+#: Programs of fewer warps of the row kernels (tiles of short rows, rows of up to 4096
+#: elements, one-warp 2-byte rows, 8-warp chunks) are launched at least this many per SM, more
+#: than an SM keeps at once, so a grid of small work items is mostly one item per program and
+#: the hardware scheduler evens out the last ones. Through the API on the H100 (2026-11-26,
+#: twenty-seventh session, docs/tuning.md), best of 3, against 32 (64 for one warp): fp32
+#: 65536x333 2603 -> 2727 GB/s, 32768x777 2672 -> 2771, 65536x700 2787 -> 2874, 131072x50
+#: 2061 -> 2128, 16384x3000 2827 -> 2897; bf16 16384x4096 2781 -> 2860, 65536x200 2139 ->
+#: 2205, 32768x777 (one warp) 2311 -> 2379, 16384x20001 (8-warp chunks) 2642 -> 2798; the
+#: backward of fp32 65536x333 2742 -> 2817, bf16 2226 -> 2393. One item per program, with no
+#: floor at all, lost on some (fp32 65536x100 2263 -> 2190, bf16 65536x333 2220 -> 1971).
+MIN_PROGRAMS_PER_SM = 128
+#: ... and the ``cols`` kernels' programs of fewer warps at least this many, the floor their
+#: sizes were measured with (fifteenth session on): 128 moved none of the benchmark's other
+#: dims past noise (2026-11-26; bf16 dim 1 of 512x21x4096 2186 -> 2089 GB/s).
+COLUMN_PROGRAMS_PER_SM = 32
 #: Row programs of this many warps with a tail (2-byte rows of a head of 8192 and a tail,
 #: 8193-10240 elements) are launched only as many as the SMs hold at once, each looping over
 #: rows. Through the API on the H100 (2026-11-24, tenth session, docs/tuning.md), two rounds,
@@ -409,7 +414,7 @@ class CudaBackend(Backend):
     def _one_warp_row(self, lanes: int, itemsize: int) -> bool:
         # 2-byte rows of 257-1024 elements (``lanes``: their block, head and tail included) that are
         # not 16-byte aligned, or that are held as a head and a tail, go one to a program with one
-        # warp, at least 64 programs an SM, in the forward. Through the API on the H100
+        # warp (at least ``MIN_PROGRAMS_PER_SM`` an SM), in the forward. Through the API on the H100
         # (docs/tuning.md), sixth session (2026-11-23), against two rows a tile with 2 warps: bf16
         # 65536x333 1935 -> 2177 GB/s, 131072x300 1895 -> 2271, 16384x300 1353 -> 1484, 32768x500
         # 2071 -> 2158, 8192x333 1066 -> 1086, 4096x333 735 -> 722 (a 3 MB tensor); seventh session
@@ -542,5 +547,6 @@ class CudaBackend(Backend):
             return props["multiprocessor_count"] * max(1, occupancy) * WIDE_PROGRAM_WAVES
         if options["num_warps"] == RESIDENT_ROW_WARPS and constexprs.get("TAIL_N", 0) > 0:
             return props["multiprocessor_count"] * max(1, occupancy)
-        floor = MIN_ONE_WARP_PROGRAMS_PER_SM if options["num_warps"] == 1 else MIN_PROGRAMS_PER_SM
+        # The ``cols`` kernels are the ones whose tiles hold groups of rows (``BLOCK_I``).
+        floor = COLUMN_PROGRAMS_PER_SM if "BLOCK_I" in constexprs else MIN_PROGRAMS_PER_SM
         return props["multiprocessor_count"] * max(occupancy, floor)
