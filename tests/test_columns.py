@@ -162,7 +162,8 @@ def test_groups_narrow_to_hold_rows_whole_on_cuda(itemsize: int) -> None:
     forward: ``test_cuda_float32_transposed_rows_whole_in_narrow_groups``); interleaved rows' where
     32-row groups would be split, in float32 narrowed to 8 rows, in the 2-byte backward to 16
     (chunks of 16384), in the forward in chunks of 32768 where the runs are aligned (float32
-    8 rows, 2-byte 32 or 16); otherwise 32 rows."""
+    8 rows, 2-byte 32 or 16), in the float32 forward to 16 rows in chunks of 16384 where they
+    are not; otherwise 32 rows."""
     be = CudaBackend("cuda", 90)
     transposed = row_layout((8192, 1000), 1, (1, 8192), (1000, 1))  # randn(1000, 8192).t()
     long = row_layout((4096, 4096), 1, (1, 4096), (4096, 1))
@@ -176,8 +177,16 @@ def test_groups_narrow_to_hold_rows_whole_on_cuda(itemsize: int) -> None:
     backward = ("cols", 8, 1024, 1) if itemsize == 4 else ("cols", 16, 1024, 1)
     assert _shape(launcher.plan(split, itemsize, 132, be)) == forward
     assert _shape(launcher.plan(split, itemsize, 132, be, streams=2)) == backward
-    forward = ("cols", 8, 1024, 1) if itemsize == 4 else ("cols", 32, 256, 2)
+    forward = ("cols", 16, 1024, 1) if itemsize == 4 else ("cols", 32, 256, 2)
+    backward = ("cols", 8, 1024, 1) if itemsize == 4 else ("cols", 16, 1024, 1)
     assert _shape(launcher.plan(unaligned, itemsize, 132, be)) == forward
+    assert _shape(launcher.plan(unaligned, itemsize, 132, be, streams=2)) == backward
+    # Unaligned rows of 2048 do not fit 16 rows in 16384 (nor 8 in a chunk), and 1024 groups
+    # of 32 rows are not split: both keep 32-row groups.
+    longer = row_layout((64, 2048, 100), 1, (204800, 100, 1), (204800, 100, 1))
+    assert _shape(launcher.plan(longer, itemsize, 132, be)) == ("cols", 32, 256, 4)
+    many = row_layout((512, 1000, 49), 1, (49000, 49, 1), (49000, 49, 1))
+    assert _shape(launcher.plan(many, itemsize, 132, be)) == ("cols", 32, 256, 1)
     for streams in (1, 2):
         assert _shape(launcher.plan(whole, itemsize, 132, be, streams=streams)) == (
             "cols", 32, 256, 1)
@@ -326,7 +335,7 @@ TARGET_CASES = [
     ((2500, 40), True, (4, 1), (32, 16)),
     ((1000, 32), False, (8, 1), (32, 1)),
     ((2500, 32), False, (8, 1), (32, 16)),
-    ((1000, 40), False, (8, 1), (32, 4)),
+    ((1000, 40), False, (16, 1), (32, 4)),
 ]
 
 

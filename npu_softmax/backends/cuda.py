@@ -93,6 +93,15 @@ MAX_UNALIGNED_HALF_TILE_COLS = 16384
 COLUMN_LANES = 32
 COLUMN_TILE_ELEMS = 4096
 COLUMN_CHUNK_ELEMS = 8192
+#: Float32 groups of ``FLOAT_WIDE_WHOLE_LANES`` interleaved rows whose runs are not aligned
+#: vectors (``aligned_columns`` false: an inner dim such as 49, 77 or 196) hold rows of up to
+#: 1024 whole in chunks of this many elements (16 warps) where 32-row groups would be split, in
+#: the forward; 8-row groups did before. Through the API on the H100 (2026-11-26,
+#: twenty-seventh session, docs/tuning.md), two runs, best of 3, dim 1 of: 256x1000x49 1406 ->
+#: 1511 and 1409 -> 1506 GB/s, 64x1000x196 1542 -> 1655 and 1553 -> 1669, 16x1000x1000 1711 ->
+#: 1842 and 1727 -> 1851, 128x600x121 1141 -> 1275. Chunks of 16384 for every such group were
+#: mixed (dim 1 of 8x8192x100 1183 -> 1353, of 32x700x1000 1976 -> 1709).
+UNALIGNED_FLOAT_WHOLE_CHUNK_ELEMS = 16384
 #: Elements a thread holds of the forward's 2-byte ``cols`` tiles
 #: (``CudaBackend._wide_column_threads``).
 HALF_COLUMN_THREAD_ELEMS = 64
@@ -334,6 +343,10 @@ class CudaBackend(Backend):
             if (itemsize == 4 and lanes == FLOAT_WIDE_WHOLE_LANES
                     and elems == SPLIT_WHOLE_CHUNK_ELEMS and 2 * groups >= n_cores):
                 return True
+        if (split and itemsize == 4 and self.streams == 1 and not self.aligned_columns
+                and not self.transposed_output and lanes == FLOAT_WIDE_WHOLE_LANES
+                and elems <= UNALIGNED_FLOAT_WHOLE_CHUNK_ELEMS):
+            return True
         return super().column_holds_whole(itemsize, lanes, cols, split, groups, n_cores)
 
     def _transposed_float_forward(self, itemsize: int) -> bool:
