@@ -183,9 +183,9 @@ def test_groups_narrow_to_hold_rows_whole_on_cuda(itemsize: int) -> None:
     assert _shape(launcher.plan(unaligned, itemsize, 132, be, streams=2)) == backward
     # Unaligned rows of 2048 do not fit 16 rows in 16384 (nor 8 in a chunk), and 1024 groups
     # of 32 rows are not split: both keep 32-row groups.
-    longer = row_layout((64, 2048, 100), 1, (204800, 100, 1), (204800, 100, 1))
+    longer = _contiguous_layout((64, 2048, 100), 1)
     assert _shape(launcher.plan(longer, itemsize, 132, be)) == ("cols", 32, 256, 4)
-    many = row_layout((512, 1000, 49), 1, (49000, 49, 1), (49000, 49, 1))
+    many = _contiguous_layout((512, 1000, 49), 1)
     assert _shape(launcher.plan(many, itemsize, 132, be)) == ("cols", 32, 256, 1)
     for streams in (1, 2):
         assert _shape(launcher.plan(whole, itemsize, 132, be, streams=streams)) == (

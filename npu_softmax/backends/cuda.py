@@ -337,16 +337,16 @@ class CudaBackend(Backend):
         if self._transposed_float_forward(itemsize) and lanes <= TRANSPOSED_WHOLE_LANES:
             few = groups < n_cores and lanes > TRANSPOSED_FLOAT_MIN_LANES
             return elems <= (FEW_GROUPS_CHUNK_ELEMS if few else SPLIT_WHOLE_CHUNK_ELEMS)
-        if split and self.streams == 1 and self.aligned_columns and not self.transposed_output:
-            if lanes <= SPLIT_WHOLE_LANES.get(itemsize, 0):
-                return elems <= SPLIT_WHOLE_CHUNK_ELEMS
-            if (itemsize == 4 and lanes == FLOAT_WIDE_WHOLE_LANES
-                    and elems == SPLIT_WHOLE_CHUNK_ELEMS and 2 * groups >= n_cores):
+        if split and self.streams == 1 and not self.transposed_output:
+            if self.aligned_columns:
+                if lanes <= SPLIT_WHOLE_LANES.get(itemsize, 0):
+                    return elems <= SPLIT_WHOLE_CHUNK_ELEMS
+                if (itemsize == 4 and lanes == FLOAT_WIDE_WHOLE_LANES
+                        and elems == SPLIT_WHOLE_CHUNK_ELEMS and 2 * groups >= n_cores):
+                    return True
+            elif (itemsize == 4 and lanes == FLOAT_WIDE_WHOLE_LANES
+                  and elems <= UNALIGNED_FLOAT_WHOLE_CHUNK_ELEMS):
                 return True
-        if (split and itemsize == 4 and self.streams == 1 and not self.aligned_columns
-                and not self.transposed_output and lanes == FLOAT_WIDE_WHOLE_LANES
-                and elems <= UNALIGNED_FLOAT_WHOLE_CHUNK_ELEMS):
-            return True
         return super().column_holds_whole(itemsize, lanes, cols, split, groups, n_cores)
 
     def _transposed_float_forward(self, itemsize: int) -> bool:
