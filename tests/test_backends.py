@@ -67,6 +67,21 @@ def test_cuda_tiles_of_unaligned_rows_are_small(n_rows: int, n_cols: int,
     assert launcher.plan(few, 4, 132, be).block_m == 1
 
 
+@pytest.mark.parametrize("n_rows,n_cols,forward,backward", [
+    (2048, 1000, 2, 4), (2000, 800, 2, 4), (1000, 1024, 1, 2), (4096, 1000, 4, 4),
+    (2048, 2048, 2, 2), (1000, 2000, 2, 2), (2048, 512, 4, 4)])
+def test_cuda_few_aligned_float32_rows_of_1024_lanes_go_in_small_tiles(
+        n_rows: int, n_cols: int, forward: int, backward: int) -> None:
+    """Aligned float32 rows of 513-1024 elements take tiles of as many rows as make 8 row
+    blocks an SM in the forward (``ALIGNED_FLOAT_ROW_BLOCKS``); the backward and other row
+    lengths keep 4 (a tile holds 4 rows of 1024 lanes at most, 2 of 2048)."""
+    be = CudaBackend("cuda", 90)
+    layout = _contiguous(n_rows, n_cols)
+    p = launcher.plan(layout, 4, 132, be)
+    assert (p.variant, p.block_n, p.block_m) == ("tile", triton.next_power_of_2(n_cols), forward)
+    assert launcher.plan(layout, 4, 132, be, streams=2).block_m == backward
+
+
 @pytest.mark.parametrize("n_cols,tail", [(257, 1), (300, 64), (333, 128), (500, 0),
                                          (602, 128), (777, 0), (1002, 0)])
 def test_cuda_unaligned_2_byte_rows_of_257_to_1024_go_one_to_a_one_warp_program(

@@ -45,6 +45,17 @@ COLUMN_PROGRAMS_PER_SM = 32
 #: 2222, 4096x7168 2616 -> 2667) and float32 rows of 4096 on 8 warps lost (4096x3000 2537 ->
 #: 2427), so they keep the floor.
 RESIDENT_ROW_WARPS = 8
+#: Row blocks per SM (``CudaBackend.row_blocks``) of forward float32 rows in 1024-lane blocks
+#: (513-1024 elements) that are 16-byte aligned: at least this many, 4 before, so that a tensor
+#: of up to about 2000 such rows goes in tiles of 2 rows (1 for up to about 1000) rather than 4
+#: (2), twice as many 4-warp programs. Through the API on the H100 (2026-11-26, twenty-eighth
+#: session, docs/tuning.md), two runs, best of 3 each: fp32 2048x1000 1566 -> 1610 and 1561 ->
+#: 1605 GB/s, 1500x1000 1289 -> 1354 and 1280 -> 1349, 2000x800 1356 -> 1434 and 1361 -> 1434,
+#: 600x1024 721 -> 744 and 714 -> 728, 800x600 585 -> 600 and 574 -> 594; 1024x1024 level. Rows
+#: in 2048-lane blocks lost so (1024x2048 2009 -> 1971 and 1993 -> 1956), and rows of 512 lanes
+#: or fewer were mixed (4096x256 1106 -> 1036, 2048x512 1057 -> 1135).
+ALIGNED_FLOAT_ROW_BLOCKS = 8
+ALIGNED_FLOAT_ROW_BLOCK_LANES = 1024
 #: Most elements of a tile of several rows that are not 16-byte aligned (4096 for aligned rows).
 UNALIGNED_TILE_ELEMS = 1024
 #: Most elements of a tile of such float32 rows of 512- and 1024-lane blocks (4 or 2 rows).
@@ -234,6 +245,8 @@ class CudaBackend(Backend):
         # float32 rows lose with 16 (65536x64 2110 -> 2056), bf16 4096x128 392 -> 345.
         if self.unaligned_rows or (itemsize == 2 and block_n >= 512):
             return 16
+        if self.streams == 1 and itemsize == 4 and block_n == ALIGNED_FLOAT_ROW_BLOCK_LANES:
+            return ALIGNED_FLOAT_ROW_BLOCKS
         return 4
 
     def windows(self, plan: Plan, itemsize: int) -> bool:
