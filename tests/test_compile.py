@@ -7,7 +7,7 @@ import torch
 from _ref import assert_close
 
 import npu_softmax as ns
-from npu_softmax import ops
+from npu_softmax import eager, launcher, ops
 
 
 @pytest.fixture(autouse=True)
@@ -97,3 +97,55 @@ def test_cuda_graph_capture_and_replay(kernel_device: str) -> None:
     assert_close(out, torch.softmax(x.double() / 0.9, -1), torch.float32)
     assert_close(logp, torch.log_softmax(x.double(), -1), torch.float32)
     assert_close(split, torch.softmax(x.double(), -1), torch.float32)
+
+
+def test_first_calls_inside_cuda_graph_capture(kernel_device: str,
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    # Nothing kept: each call plans, sizes its grid and keeps its launch during the capture.
+    if kernel_device != "cuda":
+        pytest.skip("CUDA graphs need a CUDA device")
+    monkeypatch.setattr(launcher, "kernels", {})
+    monkeypatch.setattr(eager, "_calls", {})
+    rows = torch.randn(37, 1000, device="cuda", requires_grad=True)
+    long = torch.randn(3, 70001, device="cuda", dtype=torch.bfloat16)
+    cols = torch.randn(300, 50, device="cuda")
+    dy = torch.randn_like(rows)
+    graph = torch.cuda.CUDAGraph()
+    stream = torch.cuda.Stream()
+    stream.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(stream), torch.cuda.graph(graph):
+        y = ns.softmax(rows, -1, temperature=0.8)
+        (dx,) = torch.autograd.grad(y, rows, dy)
+        split = ns.log_softmax(long, -1, variant="split")
+        over_cols = ns.softmax(cols, 0)
+    for _ in range(2):  # fresh inputs each replay
+        with torch.no_grad():
+            rows.copy_(torch.randn_like(rows))
+        long.copy_(torch.randn_like(long))
+        cols.copy_(torch.randn_like(cols))
+        graph.replay()
+        torch.cuda.synchronize()
+        ref_rows = rows.detach().double().requires_grad_()
+        ref_y = torch.softmax(ref_rows / 0.8, -1)
+        (ref_dx,) = torch.autograd.grad(ref_y, ref_rows, dy.double())
+        assert_close(y, ref_y.detach(), torch.float32)
+        assert_close(dx, ref_dx, torch.float32)
+        assert_close(split, torch.log_softmax(long.double(), -1), torch.bfloat16)
+        assert_close(over_cols, torch.softmax(cols.double(), 0), torch.float32)
+
+
+def test_compile_reduce_overhead(kernel_device: str) -> None:
+    # torch.compile's CUDA graphs (mode="reduce-overhead") replay the kernels on new inputs.
+    if kernel_device != "cuda":
+        pytest.skip("reduce-overhead captures CUDA graphs")
+
+    def f(x: torch.Tensor) -> torch.Tensor:
+        return ns.softmax(x * 2, -1) + ns.log_softmax(x, 0).exp()
+
+    compiled = torch.compile(f, mode="reduce-overhead", fullgraph=True)
+    for _ in range(4):  # warm-up, recording, then replays
+        x = torch.randn(300, 777, device="cuda")
+        y = compiled(x).clone()
+        xd = x.double()
+        assert_close(y, torch.softmax(xd * 2, -1) + torch.log_softmax(xd, 0).exp(),
+                     torch.float32)

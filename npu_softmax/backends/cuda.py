@@ -47,8 +47,8 @@ COLUMN_PROGRAMS_PER_SM = 32
 RESIDENT_ROW_WARPS = 8
 #: Row blocks per SM (``CudaBackend.row_blocks``) of forward float32 rows in 1024-lane blocks
 #: (513-1024 elements) that are 16-byte aligned: at least this many, 4 before, so that a tensor
-#: of up to about 2000 such rows goes in tiles of 2 rows (1 for up to about 1000) rather than 4
-#: (2), twice as many 4-warp programs. Through the API on the H100 (2026-11-26, twenty-eighth
+#: of up to 16 such rows an SM goes in tiles of 2 rows (1 up to 8 an SM) rather than 4 (2),
+#: twice as many 4-warp programs. Through the API on the H100 (2026-11-26, twenty-eighth
 #: session, docs/tuning.md), two runs, best of 3 each: fp32 2048x1000 1566 -> 1610 and 1561 ->
 #: 1605 GB/s, 1500x1000 1289 -> 1354 and 1280 -> 1349, 2000x800 1356 -> 1434 and 1361 -> 1434,
 #: 600x1024 721 -> 744 and 714 -> 728, 800x600 585 -> 600 and 574 -> 594; 1024x1024 level. Rows
