@@ -285,12 +285,13 @@ def test_cuda_warps_of_float32_rows_of_16384_lanes(n_cols: int, warps: int) -> N
 
 
 @pytest.mark.parametrize("n_cols,tail,warps", [
-    (9217, 0, 16), (10001, 0, 16), (10239, 0, 16), (9001, 1024, 8), (8500, 512, 8),
-    (10240, 2048, 8), (5001, 1024, 4)])
+    (9217, 2048, 4), (10001, 2048, 4), (10239, 2048, 4), (9001, 1024, 8), (8500, 512, 8),
+    (10240, 2048, 8), (5001, 1024, 4), (12345, 0, 16)])
 def test_cuda_tails_of_2_byte_rows_of_16384_lanes(n_cols: int, tail: int, warps: int) -> None:
-    """2-byte rows of 8193-16384 elements take a tail of at most 2048 after a head of 8192, but
-    of at most 1024 where they are not 16-byte aligned: 9217-10240 of those run one block of
-    16384 with 16 warps (rows of 4097-8192 keep tails of up to 1024)."""
+    """2-byte rows of 8193-16384 elements take a tail of at most 2048 after a head of 8192, on 8
+    warps, but on 4 where they are not 16-byte aligned and the tail is 2048 (9217-10240); longer
+    rows run one block of 16384 with 16 warps (rows of 4097-8192 keep tails of up to 1024). Only
+    the forward takes tails."""
     be = CudaBackend("cuda", 90)
     layout = _contiguous(4096, n_cols)
     p = launcher.plan(layout, 2, 132, be)
@@ -298,6 +299,7 @@ def test_cuda_tails_of_2_byte_rows_of_16384_lanes(n_cols: int, tail: int, warps:
     assert (p.variant, p.block_m, p.tail_n) == ("tile", 1, tail)
     assert p.block_n == (block // 2 if tail else block)
     assert be.for_layout(layout, 2).options(p, 2)["num_warps"] == warps
+    assert launcher.plan(layout, 2, 132, be, streams=2).tail_n == 0
 
 
 @pytest.mark.parametrize("n_cols,itemsize,chunk,last,maxnreg", [

@@ -88,9 +88,19 @@ SHORT_HALF_CHUNK = 8192
 #: Rows held one to a program (the row kernel) in more lanes than this, head and tail, read
 #: their aligned body as vectors when they are not 16-byte aligned (``CudaBackend.windows``).
 MIN_WINDOW_ROW_LANES = 1024
-#: The block of 2-byte rows that are not 16-byte aligned whose tail is at most a sixteenth of
-#: it (an eighth elsewhere; ``CudaBackend.tail_block``).
-UNALIGNED_HALF_ROW_BLOCK = 16384
+#: The head and tail of the forward's 2-byte rows of 9217-10240 elements (``tail_block``) and,
+#: where those rows are not 16-byte aligned, their warps: 4 (64 elements a thread of the head,
+#: 16 of the tail; aligned rows take 8, ``RESIDENT_ROW_WARPS``), launched as other programs of
+#: few warps (at least ``MIN_PROGRAMS_PER_SM`` an SM). Through the API on the H100
+#: (2026-11-26, twenty-eighth session, docs/tuning.md), two runs, best of 3 each, against one
+#: block of 16384 on 16 warps: bf16 4096x10001 2354 -> 2562 and 2358 -> 2536 GB/s, 2048x10001
+#: 2104 -> 2309 and 2137 -> 2311, 1024x10001 1773 -> 1902, 16384x9999 2609 -> 2835, 4096x9300
+#: 2334 -> 2465, fp16 4096x10001 2355 -> 2563. The same head and tail on 8 warps (resident, as
+#: the aligned rows'), on 16 or on 2 lost to the block of 16384 (4096x10001: 2298, 1833,
+#: 2287), and 4 warps for the rows of 8193-9216, with tails of up to 1024, lost to their 8
+#: (bf16 8192x9001 2668 -> 2599, 4096x8500 2460 -> 2437).
+WIDE_TAIL_HEAD, WIDE_TAIL = 8192, 2048
+UNALIGNED_WIDE_TAIL_WARPS = 4
 #: 2-byte rows that are not 16-byte aligned and longer than this (a block of 32768) run the
 #: online kernel rather than a tile (``CudaBackend.online_from``).
 MAX_UNALIGNED_HALF_TILE_COLS = 16384
@@ -423,14 +433,19 @@ class CudaBackend(Backend):
         # as loaded (twenty-first session, 2026-11-25), 8192 + 2048 still lost (bf16 4096x10001
         # 2349 -> 2296, 4096x9500 2361 -> 2276; fp16 4096x10001 2342 -> 2303), and one block of
         # 16384 lost to a head of 8192 and a tail (bf16 4096x8448 2492 -> 2180, 4096x10240 2581
-        # -> 2482, unaligned 4096x8500 2456 -> 2199).
+        # -> 2482, unaligned 4096x8500 2456 -> 2199). On 4 warps, though, 8192 + 2048 beats the
+        # block of 16384 (``UNALIGNED_WIDE_TAIL_WARPS``, twenty-eighth session, 2026-11-26), so
+        # unaligned rows take tails of up to an eighth too. (Only the forward takes tails.)
         block = triton.next_power_of_2(n_cols)
         if self._short_half_row(block, itemsize):
             return head_tail(n_cols)
         tail = super().tail_block(n_cols, itemsize)
-        unaligned = self.unaligned_rows and block == UNALIGNED_HALF_ROW_BLOCK
-        most = block // 16 if unaligned else block // 8
-        return tail if itemsize == 2 and tail <= most else 0
+        return tail if itemsize == 2 and tail <= block // 8 else 0
+
+    def _wide_unaligned_tail(self, block_n: int, tail_n: int, itemsize: int) -> bool:
+        # A forward 2-byte row of 9217-10240 elements that is not 16-byte aligned.
+        return (self.streams == 1 and self.unaligned_rows and itemsize == 2
+                and (block_n, tail_n) == (WIDE_TAIL_HEAD, WIDE_TAIL))
 
     def _short_half_row(self, lanes: int, itemsize: int) -> bool:
         # A 2-byte row of 257-1024 lanes in the forward (``_one_warp_row``).
@@ -510,6 +525,8 @@ class CudaBackend(Backend):
                 # 16 elements a thread: 16384 with 16 warps needs 72 registers, one program an
                 # SM, 79-97% of the roof (rows of 8448-16384); with 32 warps 98-99%.
                 return 16 if block_n <= 8192 else 32
+            if tail_n and self._wide_unaligned_tail(block_n, tail_n, itemsize):
+                return UNALIGNED_WIDE_TAIL_WARPS
             if tail_n:
                 return block_n // 1024  # 4096 + tail: 4, 8192 + tail: 8, 16384 + tail: 16
             return 4 if block_n == 4096 else 16 if block_n <= 16384 else 32
