@@ -111,7 +111,7 @@ def plan(layout: RowLayout, itemsize: int, n_cores: int, be: Backend,
     """Choose the variant and tile for a row matrix of ``itemsize``-byte elements.
 
     * rows that fit the target's tile: ``tile``, several rows per iteration when they are short
-      (but ``online`` for rows the target runs faster so, ``Backend.online_from``);
+      (but ``online`` for rows the target runs faster so, ``Backend.online_rows``);
     * longer rows, fewer rows than cores: ``split`` (each row shared by several programs);
     * longer rows otherwise: ``online`` (one row per iteration, looped);
     * interleaved rows (``RowLayout.interleaved``: a softmax over a dim that is not the last):
@@ -150,8 +150,7 @@ def _plan(n_rows: int, n_cols: int, max_offset: int, itemsize: int, n_cores: int
                          f"'split' or the launcher's choice")
     most_splits = triton.cdiv(n_cols, chunk("split"))
     if variant is None:
-        online_from = be.online_from(itemsize)
-        if fits and (online_from is None or n_cols < online_from or n_rows < n_cores):
+        if fits and (n_rows < n_cores or not be.online_rows(n_cols, itemsize)):
             variant = "tile"
         elif n_rows < n_cores and most_splits > 1:
             variant = "split"

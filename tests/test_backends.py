@@ -302,8 +302,24 @@ def test_cuda_tails_of_2_byte_rows_of_16384_lanes(n_cols: int, tail: int, warps:
     assert launcher.plan(layout, 2, 132, be, streams=2).tail_n == 0
 
 
+@pytest.mark.parametrize("n_cols,online", [
+    (16384, False), (16392, True), (16400, True), (20000, True), (20480, True), (20488, False),
+    (24576, False), (32768, False)])
+def test_cuda_aligned_2_byte_rows_of_16385_to_20480_run_online(n_cols: int, online: bool) -> None:
+    """Aligned 2-byte rows of 16385-20480 elements run the online kernel in the forward where
+    rows are at least as many as SMs, as unaligned ones of 16385-32768 do; longer aligned rows
+    keep one block of 32768, and fewer rows a tile."""
+    be = CudaBackend("cuda", 90)
+    layout = _contiguous(4096, n_cols)
+    assert be.for_layout(layout, 2).unaligned_rows is False
+    assert launcher.plan(layout, 2, 132, be).variant == ("online" if online else "tile")
+    assert launcher.plan(layout, 4, 132, be).variant == "tile"
+    assert launcher.plan(_contiguous(100, n_cols), 2, 132, be).variant == "tile"
+
+
 @pytest.mark.parametrize("n_cols,itemsize,chunk,last,maxnreg", [
     (20001, 2, 8192, 4096, None), (20479, 2, 8192, 4096, None), (20481, 2, 16384, 8192, 64),
+    (20000, 2, 8192, 4096, None), (16400, 2, 8192, 1024, None), (20480, 2, 8192, 4096, None),
     (36000, 2, 16384, 4096, 64), (40001, 2, 16384, 8192, 64),
     (50257, 2, 16384, 2048, 64), (65536, 2, 16384, 0, None), (65551, 2, 16384, 0, None),
     (65552, 2, 16384, 1024, 64), (30001, 2, 16384, 0, None), (100003, 2, 32768, 2048, None),

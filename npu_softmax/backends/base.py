@@ -136,10 +136,11 @@ class Backend:
         """Most elements one program may hold on chip in one iteration (a power of two)."""
         raise NotImplementedError
 
-    def online_from(self, itemsize: int) -> int | None:
-        """Shortest row of ``itemsize``-byte elements that runs the online kernel although it
-        fits a tile, where the rows are at least as many as the cores; None (here): none."""
-        return None
+    def online_rows(self, n_cols: int, itemsize: int) -> bool:
+        """Whether rows of ``n_cols`` elements of ``itemsize`` bytes run the online kernel
+        although they fit a tile, where the rows are at least as many as the cores (here:
+        never)."""
+        return False
 
     def chunk_elems(self, itemsize: int, variant: str, n_cols: int) -> int:
         """Chunk length of the looped kernels (``variant``: ``"online"`` or ``"split"``) for rows

@@ -101,9 +101,10 @@ MIN_WINDOW_ROW_LANES = 1024
 #: (bf16 8192x9001 2668 -> 2599, 4096x8500 2460 -> 2437).
 WIDE_TAIL_HEAD, WIDE_TAIL = 8192, 2048
 UNALIGNED_WIDE_TAIL_WARPS = 4
-#: 2-byte rows that are not 16-byte aligned and longer than this (a block of 32768) run the
-#: online kernel rather than a tile (``CudaBackend.online_from``).
-MAX_UNALIGNED_HALF_TILE_COLS = 16384
+#: 2-byte rows longer than this (a block of 32768) run the online kernel rather than a tile in
+#: the forward where they are not 16-byte aligned, or no longer than
+#: ``MAX_SHORT_HALF_CHUNK_COLS`` (``CudaBackend.online_rows``).
+MAX_HALF_TILE_COLS = 16384
 #: ``cols`` groups (``launcher.column_plan``): at least this many neighbouring rows, in tiles
 #: and chunks of this many elements (of each tensor the kernel reads). Through the API on the
 #: H100 (2026-11-24, fifteenth session, docs/tuning.md), against 16 rows and chunks of 4096:
@@ -290,11 +291,11 @@ class CudaBackend(Backend):
         # 1561; bf16 8x50257 fell 202 -> 173 (a 0.8 MB tensor), 4x262147 and 8x151937 by 1-3%.
         return itemsize <= 4
 
-    def online_from(self, itemsize: int) -> int | None:
+    def online_rows(self, n_cols: int, itemsize: int) -> bool:
         # 2-byte rows that are not 16-byte aligned, of more than 16384 elements (a block of
-        # 32768), in the forward. The eighth session drew the line at 12288: through the API on
-        # the H100 (2026-11-24, docs/tuning.md), 3 rounds, against the row kernel reading the
-        # aligned body:
+        # 32768), in the forward, and aligned ones of 16385-20480 (below). The eighth session
+        # drew the line at 12288: through the API on the H100 (2026-11-24, docs/tuning.md), 3
+        # rounds, against the row kernel reading the aligned body:
         # bf16 4096x12345 1616 -> 1800 GB/s, 4096x16001 1941 -> 2157, 2048x20001 1588 -> 1664,
         # 1024x30001 1954 -> 2072, 2048x32001 2248 -> 2308, fp16 4096x12345 1608 -> 1815; rows
         # of a head of 8192 and a tail lost (bf16 4096x10001 1722 -> 1516, 8192x9001 1743 ->
@@ -304,10 +305,16 @@ class CudaBackend(Backend):
         # faster in it (2026-11-25, twenty-first session, two runs, best of 3 each): bf16
         # 4096x12345 2214-2234 -> 2691-2693, 4096x16001 2535-2552 -> 2801-2819, 2048x13001
         # 2121 -> 2567, 1024x16383 2080 -> 2527, 4096x14001 2389 -> 2797, fp16 4096x12345 2213
-        # -> 2700.
-        if self.streams == 1 and self.unaligned_rows and itemsize == 2:
-            return MAX_UNALIGNED_HALF_TILE_COLS + 1
-        return None
+        # -> 2700. Aligned 2-byte rows of 16385-20480 elements (a head of 16384 and a tail on 16
+        # warps before) run faster so too, in chunks of 8192 on 8 warps (``SHORT_HALF_CHUNK``):
+        # through the API on the H100 (2026-11-26, twenty-eighth session, docs/tuning.md), best
+        # of 3, bf16 2048x20000 2277 -> 2564 GB/s, 4096x18432 2426 -> 2783, 4096x20480 2527 ->
+        # 2807, 2048x17408 2161 -> 2528, 8192x18000 2447 -> 2886, fp16 2048x20000 2289 -> 2577;
+        # 4096x16400 (a tail of 16) 2801 -> 2773. Longer aligned rows were not measured so and
+        # keep their block of 32768.
+        if self.streams > 1 or itemsize != 2 or n_cols <= MAX_HALF_TILE_COLS:
+            return False
+        return self.unaligned_rows or n_cols <= MAX_SHORT_HALF_CHUNK_COLS
 
     def stat_lanes(self, plan: Plan, itemsize: int) -> int:
         # Running max and sum per vector lane in the online kernel's first pass. A lab copy of
