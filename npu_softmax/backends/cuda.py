@@ -532,9 +532,9 @@ class CudaBackend(Backend):
                 # 16 elements a thread: 16384 with 16 warps needs 72 registers, one program an
                 # SM, 79-97% of the roof (rows of 8448-16384); with 32 warps 98-99%.
                 return 16 if block_n <= 8192 else 32
-            if tail_n and self._wide_unaligned_tail(block_n, tail_n, itemsize):
-                return UNALIGNED_WIDE_TAIL_WARPS
             if tail_n:
+                if self._wide_unaligned_tail(block_n, tail_n, itemsize):
+                    return UNALIGNED_WIDE_TAIL_WARPS
                 return block_n // 1024  # 4096 + tail: 4, 8192 + tail: 8, 16384 + tail: 16
             return 4 if block_n == 4096 else 16 if block_n <= 16384 else 32
         # Tiles of several short rows, and chunks: by tile size, but 4 warps for float32 tiles
