@@ -35,6 +35,8 @@ SHAPES = [
     (4096, 32768), (64, 65536), (16, 262144), (4, 1048576),
     (1, 151936), (8, 151936), (32, 151936), (64, 151936), (64, 128256), (1, 131072),
     (1024, 65536), (256, 151936),
+    # Llama 2's and Mistral's 32000-entry vocabulary over a batch of tokens.
+    (4096, 32000),
     # Rows that are not 16-byte aligned: short rows, rows that fit a tile, and GPT-2's
     # 50257-entry vocabulary.
     (8192, 200), (8192, 333), (65536, 100), (65536, 333), (32768, 777), (2048, 1000),

@@ -146,23 +146,30 @@ def test_cuda_grids_of_small_programs_are_128_an_sm_and_32_for_cols(
         assert all(("BLOCK_I" in k.arg_names) == has for k in jitted), module.__name__
 
 
-def test_cuda_grids_of_8_warp_rows_with_a_tail_are_what_the_sms_hold(
-        monkeypatch: pytest.MonkeyPatch) -> None:
-    """Row programs of 8 warps with a tail (2-byte rows of 8193-10240 elements) are launched as
-    many as the SMs hold, by registers; without a tail, or with 4 warps, at least 128 an SM."""
+def test_cuda_grids_of_rows_with_a_tail(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Row programs of 8 warps with a tail (unaligned 2-byte rows of 8193-9216 elements) are
+    launched as many as the SMs hold, by registers; those of 4 warps with a head of 8192 and a
+    tail of up to 1024 (aligned rows of 8193-9216) four times that; without a tail, or with a
+    tail of 2048, at least 128 an SM."""
     props = {"multiprocessor_count": 132, "max_num_regs": 65536, "max_shared_mem": 232448,
              "warpSize": 32}
     monkeypatch.setattr(_compat, "device_properties", lambda index: props)
     # 64 registers a thread: 4 programs of 8 warps an SM, 8 of 4 warps.
     monkeypatch.setattr(_compat, "compile_for_occupancy", lambda *args: (64, 0))
     be = CudaBackend("cuda", 90)
-    assert be.max_programs(None, (), {"TAIL_N": 1024}, {"num_warps": 8}, 0) == 132 * 4
-    assert be.max_programs(None, (), {"TAIL_N": 0}, {"num_warps": 8}, 0) == 132 * 128
-    assert be.max_programs(None, (), {"TAIL_N": 1024}, {"num_warps": 4}, 0) == 132 * 128
-    layout = _contiguous(4096, 9472)
-    p = launcher.plan(layout, 2, 132, be)
-    assert (p.block_n, p.tail_n) == (8192, 2048)
-    assert be.for_layout(layout, 2).options(p, 2)["num_warps"] == 8
+    def grid(block_n: int, tail_n: int, warps: int) -> int:
+        return be.max_programs(None, (), {"BLOCK_N": block_n, "TAIL_N": tail_n},
+                               {"num_warps": warps}, 0)
+    assert grid(8192, 1024, 8) == 132 * 4
+    assert grid(16384, 0, 8) == 132 * 128
+    assert grid(8192, 1024, 4) == 132 * 8 * 4
+    assert grid(8192, 2048, 4) == 132 * 128
+    assert grid(4096, 1024, 4) == 132 * 128
+    for n_cols, warps in ((9472, 4), (9000, 4), (9001, 8), (10001, 4)):
+        layout = _contiguous(4096, n_cols)
+        p = launcher.plan(layout, 2, 132, be)
+        assert (p.block_n, p.tail_n) == (8192, 2048 if n_cols > 9216 else 1024)
+        assert be.for_layout(layout, 2).options(p, 2)["num_warps"] == warps
 
 
 def test_launches_compile_with_the_options_of_their_rows(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -260,9 +267,10 @@ def test_cuda_online_first_pass_keeps_a_max_and_sum_per_vector_lane(
     (3000, 2, 4), (8192, 2, 16), (32768, 2, 32)])
 def test_cuda_warps_of_one_row_a_program(n_cols: int, itemsize: int, warps: int) -> None:
     """Rows held one to a program in one block take warps by block and element size
-    (float32 blocks of 4096: 8 warps), in the forward and the backward."""
+    (float32 blocks of 4096: 8 warps), in the forward and the backward. Fewer rows than SMs,
+    as 2-byte rows of more than 16384 elements run the online kernel when they are many."""
     be = CudaBackend("cuda", 90)
-    layout = _contiguous(4096, n_cols)
+    layout = _contiguous(100, n_cols)
     for streams in (1, 2):
         p = launcher.plan(layout, itemsize, 132, be, streams=streams)
         if streams == 2 and p.variant != "tile":
@@ -286,12 +294,12 @@ def test_cuda_warps_of_float32_rows_of_16384_lanes(n_cols: int, warps: int) -> N
 
 @pytest.mark.parametrize("n_cols,tail,warps", [
     (9217, 2048, 4), (10001, 2048, 4), (10239, 2048, 4), (9001, 1024, 8), (8500, 512, 8),
-    (10240, 2048, 8), (5001, 1024, 4), (12345, 0, 16)])
+    (10240, 2048, 4), (9000, 1024, 4), (8200, 8, 4), (5001, 1024, 4), (12345, 0, 16)])
 def test_cuda_tails_of_2_byte_rows_of_16384_lanes(n_cols: int, tail: int, warps: int) -> None:
-    """2-byte rows of 8193-16384 elements take a tail of at most 2048 after a head of 8192, on 8
-    warps, but on 4 where they are not 16-byte aligned and the tail is 2048 (9217-10240); longer
-    rows run one block of 16384 with 16 warps (rows of 4097-8192 keep tails of up to 1024). Only
-    the forward takes tails."""
+    """2-byte rows of 8193-16384 elements take a tail of at most 2048 after a head of 8192, on 4
+    warps, but on 8 where they are not 16-byte aligned and the tail is shorter than 2048
+    (8193-9216); longer rows run one block of 16384 with 16 warps (rows of 4097-8192 keep tails
+    of up to 1024). Only the forward takes tails."""
     be = CudaBackend("cuda", 90)
     layout = _contiguous(4096, n_cols)
     p = launcher.plan(layout, 2, 132, be)
@@ -302,24 +310,26 @@ def test_cuda_tails_of_2_byte_rows_of_16384_lanes(n_cols: int, tail: int, warps:
     assert launcher.plan(layout, 2, 132, be, streams=2).tail_n == 0
 
 
-@pytest.mark.parametrize("n_cols,online", [
-    (16384, False), (16392, True), (16400, True), (20000, True), (20480, True), (20488, False),
-    (24576, False), (32768, False)])
-def test_cuda_aligned_2_byte_rows_of_16385_to_20480_run_online(n_cols: int, online: bool) -> None:
-    """Aligned 2-byte rows of 16385-20480 elements run the online kernel in the forward where
-    rows are at least as many as SMs, as unaligned ones of 16385-32768 do; longer aligned rows
-    keep one block of 32768, and fewer rows a tile."""
+@pytest.mark.parametrize("n_cols", [16385, 16392, 16400, 20000, 20001, 20480, 20488, 24001,
+                                    24576, 32000, 32767, 32768])
+def test_cuda_2_byte_rows_longer_than_16384_run_online(n_cols: int) -> None:
+    """2-byte rows of 16385-32768 elements, 16-byte aligned or not, run the online kernel in the
+    forward where rows are at least as many as SMs; fewer rows and float32 rows keep a tile."""
     be = CudaBackend("cuda", 90)
     layout = _contiguous(4096, n_cols)
-    assert be.for_layout(layout, 2).unaligned_rows is False
-    assert launcher.plan(layout, 2, 132, be).variant == ("online" if online else "tile")
+    assert be.for_layout(layout, 2).unaligned_rows is (n_cols % 8 != 0)
+    assert launcher.plan(layout, 2, 132, be).variant == "online"
     assert launcher.plan(layout, 4, 132, be).variant == "tile"
     assert launcher.plan(_contiguous(100, n_cols), 2, 132, be).variant == "tile"
+    assert launcher.plan(_contiguous(4096, 16384), 2, 132, be).variant == "tile"
 
 
 @pytest.mark.parametrize("n_cols,itemsize,chunk,last,maxnreg", [
     (20001, 2, 8192, 4096, None), (20479, 2, 8192, 4096, None), (20481, 2, 16384, 8192, 64),
     (20000, 2, 8192, 4096, None), (16400, 2, 8192, 1024, None), (20480, 2, 8192, 4096, None),
+    (20488, 2, 8192, 0, None), (22528, 2, 8192, 0, None), (24576, 2, 8192, 0, None),
+    (24584, 2, 16384, 0, None), (24577, 2, 16384, 0, None), (26624, 2, 16384, 0, None),
+    (32000, 2, 16384, 0, None), (32768, 2, 16384, 0, None), (24001, 2, 16384, 8192, 64),
     (36000, 2, 16384, 4096, 64), (40001, 2, 16384, 8192, 64),
     (50257, 2, 16384, 2048, 64), (65536, 2, 16384, 0, None), (65551, 2, 16384, 0, None),
     (65552, 2, 16384, 1024, 64), (30001, 2, 16384, 0, None), (100003, 2, 32768, 2048, None),
@@ -330,8 +340,8 @@ def test_cuda_last_chunks_of_online_rows(n_cols: int, itemsize: int, chunk: int,
     """The online kernel's last chunk on CUDA: the power of two that holds what is left after
     the whole chunks (at least 1024), none where that is no smaller than a chunk or fewer than
     16 elements are left; 2-byte rows with one, on 16 warps, take at most 64 registers a
-    thread; 2-byte rows of up to 20480 elements go in chunks of 8192 on 8 warps. The backward
-    keeps whole chunks."""
+    thread; 2-byte rows of up to 20480 elements go in chunks of 8192 on 8 warps, 16-byte aligned
+    ones of up to 24576. The backward keeps whole chunks."""
     be = CudaBackend("cuda", 90)
     layout = _contiguous(4096, n_cols)
     p = launcher.plan(layout, itemsize, 132, be)

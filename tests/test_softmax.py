@@ -140,13 +140,14 @@ def test_rows_longer_than_a_tile(kernel_device: str) -> None:
         assert_softmax_close(npu_softmax.softmax(x, -1), reference(x, -1))
 
 
-@pytest.mark.parametrize("n_cols", [9001, 10001, 12345, 16383, 17001, 18432, 20001, 24001])
+@pytest.mark.parametrize("n_cols", [9000, 9001, 10001, 12345, 16383, 17001, 18432, 20001,
+                                    22528, 24001, 32000])
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
 def test_long_2_byte_rows_as_planned(kernel_device: str, n_cols: int, dtype: torch.dtype) -> None:
-    """2-byte rows of 9001-24001 elements, all but 18432 not 16-byte aligned, more of them than
-    cores, by the target's own plan (on CUDA: a head and a tail on 8 or 4 warps, one block of
-    16384 held as loaded, online chunks of 8192 on 8 warps, aligned rows too, of 16384), into
-    an output poisoned with NaN."""
+    """2-byte rows of 9000-32000 elements, 16-byte aligned (9000, 18432, 22528, 32000) or not,
+    more of them than cores, by the target's own plan (on CUDA: a head and a tail on 8 or 4
+    warps, one block of 16384 held as loaded, online chunks of 8192 on 8 warps or of 16384),
+    into an output poisoned with NaN."""
     cores = launcher.core_count(torch.device(kernel_device).index or 0)
     x = torch.randn(cores + 3, n_cols, device=kernel_device).mul(3).to(dtype)
     y = torch.full_like(x, float("nan"))

@@ -85,25 +85,46 @@ MAX_HALF_CHUNK_COLS = 5 * 16384
 #: lost (bf16 4096x24001 2724 -> 2648, 1024x30001 2406 -> 2178, 2048x32001 2700 -> 2336).
 MAX_SHORT_HALF_CHUNK_COLS = 20480
 SHORT_HALF_CHUNK = 8192
+#: ... but 16-byte aligned rows up to this many elements (three whole chunks). Through the API
+#: on the H100 (2026-11-26, twenty-ninth session, docs/tuning.md), one process, best of 2,
+#: against chunks of 16384 on 16 warps: bf16 4096x22528 2652 -> 2817 GB/s, 4096x20608 2470 ->
+#: 2782, 2048x24576 2597 -> 2703, 2048x21000 2352 -> 2586, 4096x24576 2790 -> 2832; longer
+#: aligned rows lost so (4096x26624 2832 -> 2775, 4096x32000 2909 -> 2710).
+MAX_ALIGNED_SHORT_HALF_CHUNK_COLS = 3 * SHORT_HALF_CHUNK
 #: Rows held one to a program (the row kernel) in more lanes than this, head and tail, read
 #: their aligned body as vectors when they are not 16-byte aligned (``CudaBackend.windows``).
 MIN_WINDOW_ROW_LANES = 1024
-#: The head and tail of the forward's 2-byte rows of 9217-10240 elements (``tail_block``) and,
-#: where those rows are not 16-byte aligned, their warps: 4 (64 elements a thread of the head,
-#: 16 of the tail; aligned rows take 8, ``RESIDENT_ROW_WARPS``), launched as other programs of
-#: few warps (at least ``MIN_PROGRAMS_PER_SM`` an SM). Through the API on the H100
-#: (2026-11-26, twenty-eighth session, docs/tuning.md), two runs, best of 3 each, against one
-#: block of 16384 on 16 warps: bf16 4096x10001 2354 -> 2562 and 2358 -> 2536 GB/s, 2048x10001
-#: 2104 -> 2309 and 2137 -> 2311, 1024x10001 1773 -> 1902, 16384x9999 2609 -> 2835, 4096x9300
-#: 2334 -> 2465, fp16 4096x10001 2355 -> 2563. The same head and tail on 8 warps (resident, as
-#: the aligned rows'), on 16 or on 2 lost to the block of 16384 (4096x10001: 2298, 1833,
-#: 2287), and 4 warps for the rows of 8193-9216, with tails of up to 1024, lost to their 8
-#: (bf16 8192x9001 2668 -> 2599, 4096x8500 2460 -> 2437).
+#: The head and tail of the forward's 2-byte rows of 9217-10240 elements (``tail_block``).
 WIDE_TAIL_HEAD, WIDE_TAIL = 8192, 2048
-UNALIGNED_WIDE_TAIL_WARPS = 4
-#: 2-byte rows longer than this (a block of 32768) run the online kernel rather than a tile in
-#: the forward where they are not 16-byte aligned, or no longer than
-#: ``MAX_SHORT_HALF_CHUNK_COLS`` (``CudaBackend.online_rows``).
+#: Warps of the forward's 2-byte rows held as a head of ``WIDE_TAIL_HEAD`` and a tail
+#: (``CudaBackend._wide_tail``): 64 elements a thread of the head. Rows that are not 16-byte
+#: aligned take them with a tail of ``WIDE_TAIL`` only, launched as other programs of few
+#: warps (at least ``MIN_PROGRAMS_PER_SM`` an SM). Through the API on the H100 (2026-11-26,
+#: twenty-eighth session, docs/tuning.md), two runs, best of 3 each, against one block of 16384
+#: on 16 warps: bf16 4096x10001 2354 -> 2562 and 2358 -> 2536 GB/s, 2048x10001 2104 -> 2309
+#: and 2137 -> 2311, 1024x10001 1773 -> 1902, 16384x9999 2609 -> 2835, 4096x9300 2334 -> 2465,
+#: fp16 4096x10001 2355 -> 2563. The same head and tail on 8 warps (resident), on 16 or on 2
+#: lost to the block of 16384 (4096x10001: 2298, 1833, 2287), and 4 warps for those of
+#: 8193-9216, with tails of up to 1024, were mixed against their 8 (``RESIDENT_ROW_WARPS``:
+#: bf16 8192x9001 2668 -> 2599, 4096x8500 2460 -> 2437; twenty-ninth session, 2026-11-26,
+#: launched ``ALIGNED_WIDE_TAIL_WAVES`` times what the SMs hold: 4096x8500 2450 -> 2523,
+#: 2048x9001 2199 -> 2156).
+#: 16-byte aligned rows take them with every tail; those of 8193-9216 elements (tails of up to
+#: 1024, which only they take on these warps) are launched ``ALIGNED_WIDE_TAIL_WAVES`` times
+#: what the SMs hold at once, those of 9217-10240 as the unaligned ones. Through the API on the
+#: H100 (2026-11-26, twenty-ninth session, docs/tuning.md), one process, two runs, best of 2
+#: each, against 8 warps resident: bf16 4096x8448 2502 -> 2655 and 2499 -> 2654 GB/s, 4096x8704
+#: 2506 -> 2632 and 2488 -> 2625, 16384x8200 2652 -> 2796 and 2658 -> 2802, 2048x8448 2200 ->
+#: 2328 and 2207 -> 2328, 8192x9000 2661 -> 2717 and 2654 -> 2719, fp16 4096x9216 2533 -> 2597
+#: and 2534 -> 2594; at least ``MIN_PROGRAMS_PER_SM`` an SM, 8192x9000 2654 -> 2643 and
+#: 16384x8200 2658 -> 2923. Rows of 9217-10240, at least ``MIN_PROGRAMS_PER_SM`` an SM:
+#: 4096x10240 2590 -> 2647 and 2590 -> 2637, 4096x9728 2533 -> 2582, 4096x9472 2532 -> 2529
+#: (launched 4 times what the SMs hold: 2645, 2639, 2587, 2562), 1024x10240 2038 -> 2026 and
+#: 1968 -> 1953.
+WIDE_TAIL_WARPS = 4
+ALIGNED_WIDE_TAIL_WAVES = 4
+#: 2-byte rows longer than this (a block of 32768) run the online kernel rather than the row
+#: kernel in the forward (``CudaBackend.online_rows``).
 MAX_HALF_TILE_COLS = 16384
 #: ``cols`` groups (``launcher.column_plan``): at least this many neighbouring rows, in tiles
 #: and chunks of this many elements (of each tensor the kernel reads). Through the API on the
@@ -292,29 +313,28 @@ class CudaBackend(Backend):
         return itemsize <= 4
 
     def online_rows(self, n_cols: int, itemsize: int) -> bool:
-        # 2-byte rows that are not 16-byte aligned, of more than 16384 elements (a block of
-        # 32768), in the forward, and aligned ones of 16385-20480 (below). The eighth session
-        # drew the line at 12288: through the API on the H100 (2026-11-24, docs/tuning.md), 3
-        # rounds, against the row kernel reading the aligned body:
-        # bf16 4096x12345 1616 -> 1800 GB/s, 4096x16001 1941 -> 2157, 2048x20001 1588 -> 1664,
-        # 1024x30001 1954 -> 2072, 2048x32001 2248 -> 2308, fp16 4096x12345 1608 -> 1815; rows
-        # of a head of 8192 and a tail lost (bf16 4096x10001 1722 -> 1516, 8192x9001 1743 ->
-        # 1427), and float32 rows (2048x20001 2680 -> 2422). Since the row kernel holds 2-byte
-        # blocks as loaded (``kernels._hold``: 64 registers a thread for 16384 lanes on 16
-        # warps, 98 before, so two programs share an SM), rows of up to 16384 elements run
-        # faster in it (2026-11-25, twenty-first session, two runs, best of 3 each): bf16
-        # 4096x12345 2214-2234 -> 2691-2693, 4096x16001 2535-2552 -> 2801-2819, 2048x13001
-        # 2121 -> 2567, 1024x16383 2080 -> 2527, 4096x14001 2389 -> 2797, fp16 4096x12345 2213
-        # -> 2700. Aligned 2-byte rows of 16385-20480 elements (a head of 16384 and a tail on 16
-        # warps before) run faster so too, in chunks of 8192 on 8 warps (``SHORT_HALF_CHUNK``):
-        # through the API on the H100 (2026-11-26, twenty-eighth session, docs/tuning.md), best
-        # of 3, bf16 2048x20000 2277 -> 2564 GB/s, 4096x18432 2426 -> 2783, 4096x20480 2527 ->
-        # 2807, 2048x17408 2161 -> 2528, 8192x18000 2447 -> 2886, fp16 2048x20000 2289 -> 2577;
-        # 4096x16400 (a tail of 16) 2801 -> 2773. Longer aligned rows were not measured so and
-        # keep their block of 32768.
-        if self.streams > 1 or itemsize != 2 or n_cols <= MAX_HALF_TILE_COLS:
-            return False
-        return self.unaligned_rows or n_cols <= MAX_SHORT_HALF_CHUNK_COLS
+        # 2-byte rows of more than 16384 elements (a block of 32768), in the forward. The
+        # eighth session drew the line at 12288 for rows that are not 16-byte aligned: through
+        # the API on the H100 (2026-11-24, docs/tuning.md), 3 rounds, against the row kernel
+        # reading the aligned body: bf16 4096x12345 1616 -> 1800 GB/s, 4096x16001 1941 -> 2157,
+        # 2048x20001 1588 -> 1664, 1024x30001 1954 -> 2072, 2048x32001 2248 -> 2308, fp16
+        # 4096x12345 1608 -> 1815; rows of a head of 8192 and a tail lost (bf16 4096x10001 1722
+        # -> 1516, 8192x9001 1743 -> 1427), and float32 rows (2048x20001 2680 -> 2422). Since
+        # the row kernel holds 2-byte blocks as loaded (``kernels._hold``: 64 registers a
+        # thread for 16384 lanes on 16 warps, 98 before, so two programs share an SM), rows of
+        # up to 16384 elements run faster in it (2026-11-25, twenty-first session, two runs,
+        # best of 3 each): bf16 4096x12345 2214-2234 -> 2691-2693, 4096x16001 2535-2552 ->
+        # 2801-2819, 2048x13001 2121 -> 2567, 1024x16383 2080 -> 2527, 4096x14001 2389 -> 2797,
+        # fp16 4096x12345 2213 -> 2700. Aligned rows longer than 16384 (a head of 16384 and a
+        # tail, or a block of 32768) run faster online too: 16385-20480 through the API on the
+        # H100 (2026-11-26, twenty-eighth session), best of 3, bf16 2048x20000 2277 -> 2564
+        # GB/s, 4096x18432 2426 -> 2783, 8192x18000 2447 -> 2886, fp16 2048x20000 2289 -> 2577,
+        # but 4096x16400 (a tail of 16) 2801 -> 2773; 20481-32768 (twenty-ninth session,
+        # 2026-11-26), one process, best of 2, against a block of 32768 on 32 warps: bf16
+        # 4096x20608 2188 -> 2782, 4096x24576 2440 -> 2832, 4096x28672 2658 -> 2880, 4096x32000
+        # 2775 -> 2909, 4096x32768 2791 -> 2925, 256x32000 1598 -> 2052, 1024x32000 2394 ->
+        # 2524, fp16 4096x32000 2783 -> 2913.
+        return self.streams == 1 and itemsize == 2 and n_cols > MAX_HALF_TILE_COLS
 
     def stat_lanes(self, plan: Plan, itemsize: int) -> int:
         # Running max and sum per vector lane in the online kernel's first pass. A lab copy of
@@ -417,8 +437,11 @@ class CudaBackend(Backend):
         # over rows of 36000-262144 (H100, 2026-11-23, docs/tuning.md): float32 at 32768, 90-96%
         # of the copy roof for rows of 40000-65536 (72-77% with 8192); 2-byte rows at 16384 up
         # to 81920 elements (86% at 65536, 82-84% with 32768) and at 32768 above; those of up to
-        # 20480 elements in the forward at 8192 (``MAX_SHORT_HALF_CHUNK_COLS``).
-        if itemsize == 2 and self.streams == 1 and n_cols <= MAX_SHORT_HALF_CHUNK_COLS:
+        # 20480 elements in the forward at 8192 (``MAX_SHORT_HALF_CHUNK_COLS``), aligned ones
+        # of up to 24576 (``MAX_ALIGNED_SHORT_HALF_CHUNK_COLS``).
+        if itemsize == 2 and self.streams == 1 and n_cols <= (
+                MAX_SHORT_HALF_CHUNK_COLS if self.unaligned_rows
+                else MAX_ALIGNED_SHORT_HALF_CHUNK_COLS):
             return SHORT_HALF_CHUNK
         return 32768 if itemsize >= 4 or n_cols > MAX_HALF_CHUNK_COLS else 16384
 
@@ -441,7 +464,7 @@ class CudaBackend(Backend):
         # 2349 -> 2296, 4096x9500 2361 -> 2276; fp16 4096x10001 2342 -> 2303), and one block of
         # 16384 lost to a head of 8192 and a tail (bf16 4096x8448 2492 -> 2180, 4096x10240 2581
         # -> 2482, unaligned 4096x8500 2456 -> 2199). On 4 warps, though, 8192 + 2048 beats the
-        # block of 16384 (``UNALIGNED_WIDE_TAIL_WARPS``, twenty-eighth session, 2026-11-26), so
+        # block of 16384 (``WIDE_TAIL_WARPS``, twenty-eighth session, 2026-11-26), so
         # unaligned rows take tails of up to an eighth too. (Only the forward takes tails.)
         block = triton.next_power_of_2(n_cols)
         if self._short_half_row(block, itemsize):
@@ -449,10 +472,11 @@ class CudaBackend(Backend):
         tail = super().tail_block(n_cols, itemsize)
         return tail if itemsize == 2 and tail <= block // 8 else 0
 
-    def _wide_unaligned_tail(self, block_n: int, tail_n: int, itemsize: int) -> bool:
-        # A forward 2-byte row of 9217-10240 elements that is not 16-byte aligned.
-        return (self.streams == 1 and self.unaligned_rows and itemsize == 2
-                and (block_n, tail_n) == (WIDE_TAIL_HEAD, WIDE_TAIL))
+    def _wide_tail(self, block_n: int, tail_n: int, itemsize: int) -> bool:
+        # A forward 2-byte row held as a head of 8192 and a tail on ``WIDE_TAIL_WARPS``: every
+        # tail where the row is 16-byte aligned, one of 2048 (9217-10240 elements) where not.
+        return (self.streams == 1 and itemsize == 2 and block_n == WIDE_TAIL_HEAD and tail_n > 0
+                and (not self.unaligned_rows or tail_n == WIDE_TAIL))
 
     def _short_half_row(self, lanes: int, itemsize: int) -> bool:
         # A 2-byte row of 257-1024 lanes in the forward (``_one_warp_row``).
@@ -533,8 +557,8 @@ class CudaBackend(Backend):
                 # SM, 79-97% of the roof (rows of 8448-16384); with 32 warps 98-99%.
                 return 16 if block_n <= 8192 else 32
             if tail_n:
-                if self._wide_unaligned_tail(block_n, tail_n, itemsize):
-                    return UNALIGNED_WIDE_TAIL_WARPS
+                if self._wide_tail(block_n, tail_n, itemsize):
+                    return WIDE_TAIL_WARPS
                 return block_n // 1024  # 4096 + tail: 4, 8192 + tail: 8, 16384 + tail: 16
             return 4 if block_n == 4096 else 16 if block_n <= 16384 else 32
         # Tiles of several short rows, and chunks: by tile size, but 4 warps for float32 tiles
@@ -595,8 +619,14 @@ class CudaBackend(Backend):
             occupancy = min(occupancy, props["max_shared_mem"] // smem)
         if options["num_warps"] >= 16:
             return props["multiprocessor_count"] * max(1, occupancy) * WIDE_PROGRAM_WAVES
-        if options["num_warps"] == RESIDENT_ROW_WARPS and constexprs.get("TAIL_N", 0) > 0:
-            return props["multiprocessor_count"] * max(1, occupancy)
+        if constexprs.get("TAIL_N", 0) > 0:
+            # Rows held as a head and a tail (2-byte rows of the forward only).
+            if options["num_warps"] == RESIDENT_ROW_WARPS:
+                return props["multiprocessor_count"] * max(1, occupancy)
+            if (options["num_warps"] == WIDE_TAIL_WARPS and constexprs["BLOCK_N"] == WIDE_TAIL_HEAD
+                    and constexprs["TAIL_N"] < WIDE_TAIL):
+                # Aligned rows of 8193-9216 (``ALIGNED_WIDE_TAIL_WAVES``).
+                return props["multiprocessor_count"] * max(1, occupancy) * ALIGNED_WIDE_TAIL_WAVES
         # The ``cols`` kernels are the ones whose tiles hold groups of rows (``BLOCK_I``).
         floor = COLUMN_PROGRAMS_PER_SM if "BLOCK_I" in constexprs else MIN_PROGRAMS_PER_SM
         return props["multiprocessor_count"] * max(occupancy, floor)
