@@ -325,8 +325,9 @@ def test_cuda_2_byte_rows_longer_than_16384_run_online(n_cols: int) -> None:
 
 
 @pytest.mark.parametrize("n_cols,itemsize,chunk,last,maxnreg", [
-    (20001, 2, 8192, 4096, None), (20479, 2, 8192, 4096, None), (20481, 2, 16384, 8192, 64),
-    (20000, 2, 8192, 4096, None), (16400, 2, 8192, 1024, None), (20480, 2, 8192, 4096, None),
+    (20001, 2, 8192, 4096, 64), (20479, 2, 8192, 4096, 64), (20481, 2, 16384, 8192, 64),
+    (20000, 2, 8192, 4096, 64), (16400, 2, 8192, 1024, 64), (20480, 2, 8192, 4096, 64),
+    (16385, 2, 8192, 0, None),
     (20488, 2, 8192, 0, None), (22528, 2, 8192, 0, None), (24576, 2, 8192, 0, None),
     (24584, 2, 16384, 0, None), (24577, 2, 16384, 0, None), (26624, 2, 16384, 0, None),
     (32000, 2, 16384, 0, None), (32768, 2, 16384, 0, None), (24001, 2, 16384, 8192, 64),
@@ -339,7 +340,7 @@ def test_cuda_last_chunks_of_online_rows(n_cols: int, itemsize: int, chunk: int,
                                          maxnreg: int | None) -> None:
     """The online kernel's last chunk on CUDA: the power of two that holds what is left after
     the whole chunks (at least 1024), none where that is no smaller than a chunk or fewer than
-    16 elements are left; 2-byte rows with one, on 16 warps, take at most 64 registers a
+    16 elements are left; 2-byte rows with one, on 8 or 16 warps, take at most 64 registers a
     thread; 2-byte rows of up to 20480 elements go in chunks of 8192 on 8 warps, 16-byte aligned
     ones of up to 24576. The backward keeps whole chunks."""
     be = CudaBackend("cuda", 90)

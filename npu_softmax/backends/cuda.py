@@ -78,7 +78,7 @@ ONE_WARP_ROW_LANES = (257, 1024)
 #: Longest 2-byte row the online kernel reads in chunks of 16384 rather than 32768 elements.
 MAX_HALF_CHUNK_COLS = 5 * 16384
 #: Longest 2-byte row the forward's online kernel reads in chunks of ``SHORT_HALF_CHUNK``
-#: elements on 8 warps (no register cap: ``TWO_PROGRAM_REGS`` is for 16 warps), rather than
+#: elements on 8 warps (with a last chunk, at most ``TWO_PROGRAM_REGS`` registers), rather than
 #: 16384 on 16. Through the API on the H100 (2026-11-25, twenty-first session,
 #: docs/tuning.md), best of 3: bf16 2048x20001 2274 -> 2430 GB/s, 4096x20001 2415 -> 2615,
 #: 1342x17001 1922 -> 2144, 4096x16385 2567 -> 2785, fp16 2048x20001 2251 -> 2504; longer rows
@@ -201,8 +201,8 @@ SPLIT_WHOLE_LANES = {4: 8, 2: 32}
 #: up to 1024 were mixed (dim 0 of 1024x16384 1.09x, dim 1 of 4x1024x1024 0.97x), and 32 such
 #: groups lost (dim 0 of 2048x512 781 -> 680).
 FLOAT_WIDE_WHOLE_LANES = 16
-#: Registers a thread of a 16-warp online program of 2-byte rows with a last chunk may use
-#: (``CudaBackend.options``): two such programs fit an SM's 65536.
+#: Registers a thread of an online program of 2-byte rows with a last chunk may use
+#: (``CudaBackend.options``): two 16-warp programs fit an SM's 65536, four of 8 warps.
 TWO_PROGRAM_REGS = 64
 
 
@@ -515,8 +515,13 @@ class CudaBackend(Backend):
         # cap alone, on whole chunks, gained nothing (bf16 2048x20001 1844, 1024x65536 2617 ->
         # 2594, fp16 4096x50257 2290), nor did it on the row kernel's 2-byte rows of 16384
         # lanes (bf16 4096x10001 2323 -> 2212, 4096x11001 2477 -> 2368).
+        # The 8-warp programs of rows of up to 20480 elements (``SHORT_HALF_CHUNK``) gain from
+        # the same cap: through the API on the H100 (2026-11-26, twenty-ninth session,
+        # docs/tuning.md), against none: bf16 2048x20001 2429 -> 2507 GB/s, 4096x20001 2607 ->
+        # 2685, 1342x17001 2150 -> 2249, 1024x20001 2211 -> 2232; 2048x20000 and fp16
+        # 2048x20001 level; 48 lost (2048x20001 2021).
         if (self.name == "cuda" and plan.variant == "online" and plan.last_n and itemsize == 2
-                and options["num_warps"] == 16):
+                and options["num_warps"] in (8, 16)):
             options["maxnreg"] = TWO_PROGRAM_REGS
         return options
 
