@@ -109,9 +109,10 @@ WIDE_TAIL_HEAD, WIDE_TAIL = 8192, 2048
 #: bf16 8192x9001 2668 -> 2599, 4096x8500 2460 -> 2437; twenty-ninth session, 2026-11-26,
 #: launched ``ALIGNED_WIDE_TAIL_WAVES`` times what the SMs hold: 4096x8500 2450 -> 2523,
 #: 2048x9001 2199 -> 2156).
-#: 16-byte aligned rows take them with every tail; those of 8193-9216 elements (tails of up to
-#: 1024, which only they take on these warps) are launched ``ALIGNED_WIDE_TAIL_WAVES`` times
-#: what the SMs hold at once, those of 9217-10240 as the unaligned ones. Through the API on the
+WIDE_TAIL_WARPS = 4
+#: 16-byte aligned rows take ``WIDE_TAIL_WARPS`` with every tail; those of 8193-9216 elements
+#: (tails of up to 1024, which only they take on these warps) are launched this many times what
+#: the SMs hold at once, those of 9217-10240 as the unaligned ones. Through the API on the
 #: H100 (2026-11-26, twenty-ninth session, docs/tuning.md), one process, two runs, best of 2
 #: each, against 8 warps resident: bf16 4096x8448 2502 -> 2655 and 2499 -> 2654 GB/s, 4096x8704
 #: 2506 -> 2632 and 2488 -> 2625, 16384x8200 2652 -> 2796 and 2658 -> 2802, 2048x8448 2200 ->
@@ -121,7 +122,6 @@ WIDE_TAIL_HEAD, WIDE_TAIL = 8192, 2048
 #: 4096x10240 2590 -> 2647 and 2590 -> 2637, 4096x9728 2533 -> 2582, 4096x9472 2532 -> 2529
 #: (launched 4 times what the SMs hold: 2645, 2639, 2587, 2562), 1024x10240 2038 -> 2026 and
 #: 1968 -> 1953.
-WIDE_TAIL_WARPS = 4
 ALIGNED_WIDE_TAIL_WAVES = 4
 #: 2-byte rows longer than this (a block of 32768) run the online kernel rather than the row
 #: kernel in the forward (``CudaBackend.online_rows``).
