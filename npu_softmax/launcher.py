@@ -112,7 +112,8 @@ def plan(layout: RowLayout, itemsize: int, n_cores: int, be: Backend,
 
     * rows that fit the target's tile: ``tile``, several rows per iteration when they are short
       (but ``online`` for rows the target runs faster so, ``Backend.online_rows``);
-    * longer rows, fewer rows than cores: ``split`` (each row shared by several programs);
+    * longer rows, fewer rows than cores: ``split`` (each row shared by several programs; also
+      rows that fit where the target runs them faster so, ``Backend.split_rows``);
     * longer rows otherwise: ``online`` (one row per iteration, looped);
     * interleaved rows (``RowLayout.interleaved``: a softmax over a dim that is not the last):
       ``cols`` (groups of neighbouring rows as 2-d tiles, see
@@ -150,10 +151,11 @@ def _plan(n_rows: int, n_cols: int, max_offset: int, itemsize: int, n_cores: int
                          f"'split' or the launcher's choice")
     most_splits = triton.cdiv(n_cols, chunk("split"))
     if variant is None:
-        if fits and (n_rows < n_cores or not be.online_rows(n_cols, itemsize)):
-            variant = "tile"
-        elif n_rows < n_cores and most_splits > 1:
+        few = n_rows < n_cores and most_splits > 1
+        if few and (not fits or be.split_rows(n_rows, n_cols, n_cores)):
             variant = "split"
+        elif fits and (n_rows < n_cores or not be.online_rows(n_cols, itemsize)):
+            variant = "tile"
         else:
             variant = "online"
     block_m, block_n, tail_n, n_splits, last_n = 1, chunk(variant), 0, 1, 0

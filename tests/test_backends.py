@@ -267,10 +267,11 @@ def test_cuda_online_first_pass_keeps_a_max_and_sum_per_vector_lane(
     (3000, 2, 4), (8192, 2, 16), (32768, 2, 32)])
 def test_cuda_warps_of_one_row_a_program(n_cols: int, itemsize: int, warps: int) -> None:
     """Rows held one to a program in one block take warps by block and element size
-    (float32 blocks of 4096: 8 warps), in the forward and the backward. Fewer rows than SMs,
-    as 2-byte rows of more than 16384 elements run the online kernel when they are many."""
+    (float32 blocks of 4096: 8 warps), in the forward and the backward. Fewer rows than SMs
+    but more than 4/5 of them, as rows of more than 16384 elements run the online kernel (2-byte)
+    when they are many and the split variant when they are few."""
     be = CudaBackend("cuda", 90)
-    layout = _contiguous(100, n_cols)
+    layout = _contiguous(120, n_cols)
     for streams in (1, 2):
         p = launcher.plan(layout, itemsize, 132, be, streams=streams)
         if streams == 2 and p.variant != "tile":
@@ -320,8 +321,25 @@ def test_cuda_2_byte_rows_longer_than_16384_run_online(n_cols: int) -> None:
     assert be.for_layout(layout, 2).unaligned_rows is (n_cols % 8 != 0)
     assert launcher.plan(layout, 2, 132, be).variant == "online"
     assert launcher.plan(layout, 4, 132, be).variant == "tile"
-    assert launcher.plan(_contiguous(100, n_cols), 2, 132, be).variant == "tile"
+    assert launcher.plan(_contiguous(120, n_cols), 2, 132, be).variant == "tile"
     assert launcher.plan(_contiguous(4096, 16384), 2, 132, be).variant == "tile"
+
+
+@pytest.mark.parametrize("n_cols", [16385, 20001, 32000, 32768])
+@pytest.mark.parametrize("itemsize", [2, 4])
+def test_cuda_few_rows_of_16385_to_32768_run_split(n_cols: int, itemsize: int) -> None:
+    """Rows of 16385-32768 elements, which fit a tile, run the split variant on CUDA where they
+    are at most 4/5 as many as SMs; more of them (but fewer than SMs) keep one block a row, and
+    rows of up to 16384 elements keep it however few they are. Ascend keeps its tile."""
+    be = CudaBackend("cuda", 90)
+    for n_rows in (1, 8, 64, 105):
+        p = launcher.plan(_contiguous(n_rows, n_cols), itemsize, 132, be)
+        assert p.variant == "split" and p.n_splits > 1
+    for n_rows in (106, 131):
+        assert launcher.plan(_contiguous(n_rows, n_cols), itemsize, 132, be).variant == "tile"
+    assert launcher.plan(_contiguous(8, 16384), itemsize, 132, be).variant == "tile"
+    ascend = AscendBackend("Ascend910B3")
+    assert not ascend.split_rows(8, n_cols, 40)
 
 
 @pytest.mark.parametrize("n_cols,itemsize,chunk,last,maxnreg", [

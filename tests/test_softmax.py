@@ -155,6 +155,20 @@ def test_long_2_byte_rows_as_planned(kernel_device: str, n_cols: int, dtype: tor
     assert_softmax_close(y, reference(x, -1))
 
 
+@pytest.mark.parametrize("n_cols", [20001, 32000])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_few_rows_that_fit_a_tile(kernel_device: str, n_cols: int, dtype: torch.dtype) -> None:
+    """Fewer rows than cores of 20001 and 32000 elements (logits of a sampling batch), by the
+    target's own plan (on CUDA the split variant where they are at most 4/5 as many as SMs, one
+    block a row above that), into an output poisoned with NaN."""
+    cores = launcher.core_count(torch.device(kernel_device).index or 0)
+    for n_rows in sorted({1, max(1, cores // 2), max(1, cores - 1)}):
+        x = torch.randn(n_rows, n_cols, device=kernel_device).mul(3).to(dtype)
+        y = torch.full_like(x, float("nan"))
+        npu_softmax.softmax(x, -1, out=y)
+        assert_softmax_close(y, reference(x, -1))
+
+
 @pytest.fixture
 def fresh_plans() -> Iterator[None]:
     """Plans made under a patched backend rule stay out of the plan cache of later tests."""

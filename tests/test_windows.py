@@ -56,8 +56,9 @@ def test_cuda_windows_short_misaligned_tiles_and_looped_rows(dtype: torch.dtype,
     assert _vec(be, (4096, 10004), size)[1] == 1
     assert _vec(be, (8192, 333), size, strides=(1, 8192))[1] == 1
     # One row per block (the row kernel: its aligned body) in more than 1024 lanes, with a
-    # tail block too; tiles of several longer rows never.
-    for shape in ((200, 3001), (4096, 10001), (64, 20001)):
+    # tail block too; tiles of several longer rows never. (Rows of 16385+ elements stay in the
+    # row kernel where they are fewer than SMs but more than 4/5 of them.)
+    for shape in ((200, 3001), (4096, 10001), (120, 20001)):
         p, got = _vec(be, shape, size)
         assert (p.variant, p.block_m, got) == ("tile", 1, vec), shape
     p, got = _vec(be, (1823, 781), size)
@@ -65,10 +66,12 @@ def test_cuda_windows_short_misaligned_tiles_and_looped_rows(dtype: torch.dtype,
     p, got = _vec(be, (4096, 1500), size)
     assert p.block_m > 1 and p.block_n == 2048 and got == 1
     # 2-byte rows of 16385+ elements run the online kernel, through windows, where rows are
-    # as many as SMs; fewer rows stay in a tile.
+    # as many as SMs; at most 4/5 as many as SMs, the split kernels, through windows too.
     p, got = _vec(be, (2048, 20001), size)
     assert (p.variant, got) == ("tile" if size == 4 else "online", vec)
     assert _vec(be, (2048, 16383), size)[0].variant == "tile"
+    p, got = _vec(be, (64, 20001), size)
+    assert (p.variant, got) == ("split", vec)
     # Online and split rows: their aligned body.
     p, got = _vec(be, (4096, 50257), size)
     assert p.variant == "online" and got == vec
@@ -99,8 +102,8 @@ def test_windows_off_on_ascend_on_wherever_they_apply_under_the_interpreter() ->
 
 @pytest.mark.parametrize("variant", [None, "tile", "online", "split"])
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16])
-# Three rows: one to a block (the row kernel, reading its aligned body), 20001 columns in a
-# head and a tail block on CUDA too.
+# Three rows: one to a block (the row kernel, reading its aligned body), 20001 columns forced
+# to ``tile`` in a head and a tail block on CUDA too (the split kernels by the launcher's plan).
 @pytest.mark.parametrize("rows,cols", [(19, 333), (19, 3502), (3, 3001), (3, 20001)])
 def test_misaligned_tensors_views_and_outputs(kernel_device: str, variant: str | None,
                                               dtype: torch.dtype, rows: int, cols: int) -> None:

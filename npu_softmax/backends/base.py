@@ -142,6 +142,12 @@ class Backend:
         never)."""
         return False
 
+    def split_rows(self, n_rows: int, n_cols: int, n_cores: int) -> bool:
+        """Whether ``n_rows`` rows of ``n_cols`` elements, fewer than the ``n_cores`` cores,
+        run the split variant although they fit a tile (here: never; rows past the tile
+        always do)."""
+        return False
+
     def chunk_elems(self, itemsize: int, variant: str, n_cols: int) -> int:
         """Chunk length of the looped kernels (``variant``: ``"online"`` or ``"split"``) for rows
         of ``n_cols`` elements, a power of two; never shorter for a longer row."""

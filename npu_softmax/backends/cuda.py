@@ -126,6 +126,17 @@ ALIGNED_WIDE_TAIL_WAVES = 4
 #: 2-byte rows longer than this (a block of 32768) run the online kernel rather than the row
 #: kernel in the forward (``CudaBackend.online_rows``).
 MAX_HALF_TILE_COLS = 16384
+#: Rows of more than ``MAX_HALF_TILE_COLS`` elements (a block of 32768) that number at most
+#: this fraction of the SMs run the split variant in the forward, rather than one block a row
+#: (``CudaBackend.split_rows``). Through the API on the H100 (2026-11-26, twenty-ninth
+#: session, docs/tuning.md), one process, best of 2, one block a row against split: bf16 1x32000
+#: 16 -> 20 GB/s, 16x32000 230 -> 282, 64x32000 815 -> 924, 100x32000 1117 -> 1238, 64x20001 526
+#: -> 558, 64x32768 832 -> 904; fp32 1x32000 29 -> 38, 16x32000 418 -> 557, 64x32000 1213 ->
+#: 1455, 100x32000 1623 -> 1684, 32x20001 481 -> 606, 100x20001 1168 -> 1337. With 128 rows
+#: (of 132 SMs) float32 lost (128x32000 1838 -> 1712, 128x32768 1869 -> 1702), as did bf16
+#: 128x20001 (920 -> 901); rows of up to 16384 were mixed (bf16 64x8192 336 -> 290, fp32
+#: 64x16384 904 -> 960).
+SPLIT_FITTING_ROWS_PER_SM = 0.8
 #: ``cols`` groups (``launcher.column_plan``): at least this many neighbouring rows, in tiles
 #: and chunks of this many elements (of each tensor the kernel reads). Through the API on the
 #: H100 (2026-11-24, fifteenth session, docs/tuning.md), against 16 rows and chunks of 4096:
@@ -335,6 +346,12 @@ class CudaBackend(Backend):
         # 2775 -> 2909, 4096x32768 2791 -> 2925, 256x32000 1598 -> 2052, 1024x32000 2394 ->
         # 2524, fp16 4096x32000 2783 -> 2913.
         return self.streams == 1 and itemsize == 2 and n_cols > MAX_HALF_TILE_COLS
+
+    def split_rows(self, n_rows: int, n_cols: int, n_cores: int) -> bool:
+        # A few rows of 16385-32768 elements (``SPLIT_FITTING_ROWS_PER_SM``): one 32-warp
+        # program a row leaves SMs idle and the rest short of loads in flight. (Only the
+        # forward's fit a tile: the backward's two tensors share it.)
+        return n_cols > MAX_HALF_TILE_COLS and n_rows <= SPLIT_FITTING_ROWS_PER_SM * n_cores
 
     def stat_lanes(self, plan: Plan, itemsize: int) -> int:
         # Running max and sum per vector lane in the online kernel's first pass. A lab copy of
