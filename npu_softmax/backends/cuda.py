@@ -639,16 +639,18 @@ class CudaBackend(Backend):
                         MAX_THREADS_PER_SM // threads)
         if smem > 0:
             occupancy = min(occupancy, props["max_shared_mem"] // smem)
+        # What the SMs hold at once, one program an SM at least.
+        resident = props["multiprocessor_count"] * max(1, occupancy)
         if options["num_warps"] >= 16:
-            return props["multiprocessor_count"] * max(1, occupancy) * WIDE_PROGRAM_WAVES
+            return resident * WIDE_PROGRAM_WAVES
         if constexprs.get("TAIL_N", 0) > 0:
             # Rows held as a head and a tail (2-byte rows of the forward only).
             if options["num_warps"] == RESIDENT_ROW_WARPS:
-                return props["multiprocessor_count"] * max(1, occupancy)
+                return resident
             if (options["num_warps"] == WIDE_TAIL_WARPS and constexprs["BLOCK_N"] == WIDE_TAIL_HEAD
                     and constexprs["TAIL_N"] < WIDE_TAIL):
                 # Aligned rows of 8193-9216 (``ALIGNED_WIDE_TAIL_WAVES``).
-                return props["multiprocessor_count"] * max(1, occupancy) * ALIGNED_WIDE_TAIL_WAVES
+                return resident * ALIGNED_WIDE_TAIL_WAVES
         # The ``cols`` kernels are the ones whose tiles hold groups of rows (``BLOCK_I``).
         floor = COLUMN_PROGRAMS_PER_SM if "BLOCK_I" in constexprs else MIN_PROGRAMS_PER_SM
         return props["multiprocessor_count"] * max(occupancy, floor)
