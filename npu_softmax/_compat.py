@@ -83,24 +83,35 @@ def triton_version() -> str:
     return triton.__version__
 
 
-def _launch_entry(run: Any, packed: Any) -> tuple[Callable[..., Any], tuple]:
-    """What ``direct_launcher`` calls to start a kernel, and the arguments that go between the
-    ``function`` handle and the kernel's own.
+def _launch_entry(run: Any, packed: Any) -> tuple[Callable[..., Any], tuple, bool]:
+    """What ``direct_launcher`` calls to start a kernel, the arguments that go between the
+    ``function`` handle and the kernel's own, and whether the kernel's own go as one tuple.
 
-    Upstream 3.5 and 3.6's ``CudaLauncher.__call__`` allocates the global and profile scratch
-    (none for a kernel that asks for none) and then calls its C ``launch`` with the cooperative
-    and PDL flags and the two scratch buffers before the rest: where both sizes are 0, calling
-    ``launch`` so spares a Python frame per call (about 1 µs of host time on the H100's host,
-    2026-11-23). Every other Triton, and kernels with scratch, go through ``run`` itself.
+    Upstream's ``CudaLauncher.__call__`` allocates the global and profile scratch (none for a
+    kernel that asks for none) and then calls its C ``launch``; where both sizes are 0 (and,
+    from 3.8, no GSan instrumentation), calling ``launch`` itself spares a Python frame per call
+    (about 1 µs of host time on the H100's host with 3.6, 2 µs with 3.9; 2026-11-23 and
+    2026-11-26). Its arguments after ``function``: in 3.5 and 3.6 the cooperative and PDL
+    flags, the two scratch buffers, the packed metadata, the launch metadata and the two hooks,
+    then the kernel's arguments one by one; in 3.7-3.9 the flags, the packed metadata, the
+    launch metadata, the hooks, the scratch buffers, the argument annotations and the kernel
+    signature, then the kernel's arguments as one tuple. Every other Triton, and kernels with
+    scratch, go through ``run`` itself.
     """
     launch = getattr(run, "launch", None)
-    if (triton.__version__.split(".")[:2] in (["3", "5"], ["3", "6"])
-            and type(run).__name__ == "CudaLauncher" and callable(launch)
+    version = triton.__version__.split(".")[:2]
+    if not (type(run).__name__ == "CudaLauncher" and callable(launch)
             and getattr(run, "global_scratch_size", None) == 0
-            and getattr(run, "profile_scratch_size", None) == 0):
+            and getattr(run, "profile_scratch_size", None) == 0
+            and not getattr(run, "gsan_enabled", False)):
+        return run, (packed, None, None, None), False
+    if version in (["3", "5"], ["3", "6"]):
         return launch, (run.launch_cooperative_grid, run.launch_pdl, None, None,
-                        packed, None, None, None)
-    return run, (packed, None, None, None)
+                        packed, None, None, None), False
+    if version in (["3", "7"], ["3", "8"], ["3", "9"]):
+        return launch, (run.launch_cooperative_grid, run.launch_pdl, packed, None, None, None,
+                        None, None, run.arg_annotations, run.kernel_signature), True
+    return run, (packed, None, None, None), False
 
 
 def direct_launcher(compiled: Any, programs: int, device_index: int, operands: Sequence[int],
@@ -131,7 +142,7 @@ def direct_launcher(compiled: Any, programs: int, device_index: int, operands: S
         return None
     stream_of = triton.runtime.driver.active.get_current_stream
     hooks = knobs.runtime
-    call, head = _launch_entry(run, packed)
+    call, head, as_tuple = _launch_entry(run, packed)
 
     def hooked() -> bool:
         # A launch hook is a function, None, or (upstream 3.5+) a chain of functions, maybe
@@ -148,7 +159,9 @@ def direct_launcher(compiled: Any, programs: int, device_index: int, operands: S
             a, b = tensors[first].data_ptr(), tensors[second].data_ptr()
             if (a | b) & 15 or hooked():
                 return False
-            call(programs, 1, 1, stream_of(device_index), function, *head, a, b, *tail)
+            args = (a, b, *tail)
+            call(programs, 1, 1, stream_of(device_index), function, *head,
+                 *((args,) if as_tuple else args))
             return True
 
         return start_two
@@ -159,7 +172,9 @@ def direct_launcher(compiled: Any, programs: int, device_index: int, operands: S
         ptrs = tuple(map(data_ptr, get(tensors)))
         if functools.reduce(operator.or_, ptrs) & 15 or hooked():
             return False
-        call(programs, 1, 1, stream_of(device_index), function, *head, *ptrs, *tail)
+        args = (*ptrs, *tail)
+        call(programs, 1, 1, stream_of(device_index), function, *head,
+             *((args,) if as_tuple else args))
         return True
 
     return start
