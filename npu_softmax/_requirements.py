@@ -14,8 +14,9 @@ MIN_TRITON = (3, 2)
 
 INSTALL_HINT = (
     "install Triton for your device: `pip install 'triton>=3.6'` for NVIDIA GPUs or the CPU "
-    "interpreter, or on Ascend NPUs `pip install torch_npu triton-ascend==3.2.0` (or "
-    "`pip install 'npu_softmax[npu]'`) in an environment without upstream triton"
+    "interpreter, or on Ascend NPUs `pip install torch_npu triton-ascend==3.2.0` in an "
+    "environment without upstream triton (then npu_softmax with `pip install --no-deps`, "
+    "which keeps upstream triton out)"
 )
 
 
