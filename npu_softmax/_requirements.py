@@ -8,6 +8,8 @@ does not say which package to install.
 from __future__ import annotations
 
 import re
+import warnings
+from importlib import metadata
 
 #: Oldest Triton the kernels are written for (triton-ascend 3.2.0; upstream is 3.6+).
 MIN_TRITON = (3, 2)
@@ -20,12 +22,38 @@ INSTALL_HINT = (
 )
 
 
+#: The distributions that install the ``triton`` package: upstream's and triton-ascend.
+TRITON_DISTRIBUTIONS = ("triton", "triton-ascend")
+
+
+def installed_tritons() -> list[str]:
+    """``"name version"`` of each of ``TRITON_DISTRIBUTIONS`` that pip has installed."""
+    found = []
+    for name in TRITON_DISTRIBUTIONS:
+        try:
+            found.append(f"{name} {metadata.version(name)}")
+        except metadata.PackageNotFoundError:
+            pass
+    return found
+
+
 def require_triton() -> None:
-    """Import ``triton`` and check it is a Triton build of at least ``MIN_TRITON``.
+    """Import ``triton`` and check it is a Triton build of at least ``MIN_TRITON``; warn
+    (``RuntimeWarning``) where upstream triton and triton-ascend are both installed, since each
+    wrote its files over the other's (a plain ``pip install npu_softmax`` beside triton-ascend
+    does that: its requirements name upstream triton).
 
     Raises:
         ImportError: naming what is wrong and what to install.
     """
+    both = installed_tritons()
+    if len(both) == len(TRITON_DISTRIBUTIONS):
+        warnings.warn(f"npu_softmax: {' and '.join(both)} are both installed, and both write the "
+                      "'triton' package, so one overwrote the other's files. Keep only the one "
+                      "for your device: on Ascend NPUs `pip uninstall -y triton triton-ascend && "
+                      "pip install triton-ascend==3.2.0` (and install npu_softmax with `pip "
+                      "install --no-deps`), elsewhere `pip uninstall -y triton triton-ascend && "
+                      "pip install triton`", RuntimeWarning, stacklevel=3)
     try:
         import triton
     except ImportError as e:

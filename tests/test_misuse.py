@@ -167,6 +167,26 @@ FAKE_TRITONS = {
 }
 
 
+def test_import_beside_both_tritons_warns(tmp_path: Path) -> None:
+    """Where upstream triton and triton-ascend are both installed (a plain ``pip install`` of
+    this package beside triton-ascend does that), ``import npu_softmax`` warns, naming both and
+    how to keep one. The missing one is stood in for by its install record alone."""
+    from npu_softmax import _requirements
+
+    installed = [found.split()[0] for found in _requirements.installed_tritons()]
+    if len(installed) != 1:
+        pytest.skip(f"needs exactly one Triton distribution installed, found {installed}")
+    other = next(n for n in _requirements.TRITON_DISTRIBUTIONS if n not in installed)
+    record = tmp_path / f"{other.replace('-', '_')}-3.2.0.dist-info"
+    record.mkdir()
+    (record / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {other}\nVersion: 3.2.0\n")
+    done = _run_python("import npu_softmax", path=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "RuntimeWarning: npu_softmax: " in done.stderr and f"{other} 3.2.0" in done.stderr
+    assert "pip uninstall -y triton triton-ascend" in done.stderr
+    assert "RuntimeWarning" not in _run_python("import npu_softmax").stderr
+
+
 @pytest.mark.parametrize("case", list(FAKE_TRITONS))
 def test_import_without_usable_triton_says_what_to_install(tmp_path: Path, case: str) -> None:
     """``import npu_softmax`` with a missing, foreign or old ``triton`` first on sys.path fails
