@@ -1,8 +1,10 @@
-"""Fail at ``import npu_softmax`` with an install hint when no usable Triton is importable.
+"""Fail at ``import npu_softmax`` with an install hint when no usable Triton is importable,
+and warn where upstream triton and triton-ascend were both installed over each other.
 
 Without this check a missing or foreign ``triton`` surfaces deep inside the kernels module as
 ``ModuleNotFoundError`` or ``AttributeError: module 'triton' has no attribute 'jit'``, which
-does not say which package to install.
+does not say which package to install; a ``triton`` package mixed from the two distributions
+surfaces later still, as a device the active driver cannot serve.
 """
 
 from __future__ import annotations
