@@ -100,17 +100,16 @@ def _launch_entry(run: Any, packed: Any) -> tuple[Callable[..., Any], tuple, boo
     """
     launch = getattr(run, "launch", None)
     version = triton.__version__.split(".")[:2]
-    if not (type(run).__name__ == "CudaLauncher" and callable(launch)
+    if (type(run).__name__ == "CudaLauncher" and callable(launch)
             and getattr(run, "global_scratch_size", None) == 0
             and getattr(run, "profile_scratch_size", None) == 0
             and not getattr(run, "gsan_enabled", False)):
-        return run, (packed, None, None, None), False
-    if version in (["3", "5"], ["3", "6"]):
-        return launch, (run.launch_cooperative_grid, run.launch_pdl, None, None,
-                        packed, None, None, None), False
-    if version in (["3", "7"], ["3", "8"], ["3", "9"]):
-        return launch, (run.launch_cooperative_grid, run.launch_pdl, packed, None, None, None,
-                        None, None, run.arg_annotations, run.kernel_signature), True
+        if version in (["3", "5"], ["3", "6"]):
+            return launch, (run.launch_cooperative_grid, run.launch_pdl, None, None,
+                            packed, None, None, None), False
+        if version in (["3", "7"], ["3", "8"], ["3", "9"]):
+            return launch, (run.launch_cooperative_grid, run.launch_pdl, packed, None, None,
+                            None, None, None, run.arg_annotations, run.kernel_signature), True
     return run, (packed, None, None, None), False
 
 
