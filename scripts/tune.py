@@ -27,10 +27,11 @@ from npu_softmax.backends.cuda import CudaBackend
 from npu_softmax.layout import RowLayout, row_layout
 from npu_softmax.timing import gbps, time_ms
 
-#: The output stores' cache modifier and the looped kernels' L2 policies, as the launcher
-#: passes them on CUDA.
+#: The output stores' cache modifier, the looped kernels' L2 policies and floating-point fusion,
+#: as the launcher passes them on CUDA.
 STORE = CudaBackend.output_cache
 FIRST_EVICT, SECOND_EVICT = CudaBackend.reread_eviction
+FUSION = CudaBackend.fp_fusion
 TILE_SHAPES = [(32768, 128), (65536, 64), (16384, 512), (8192, 333), (65536, 333), (1823, 781),
                (4096, 1024), (4096, 4096), (4096, 4352), (4096, 8192), (4096, 8448), (4096, 10240),
                (1024, 16384), (4096, 20480), (4096, 32768), (64, 65536)]
@@ -91,7 +92,8 @@ def tile_configs(x: torch.Tensor, y: torch.Tensor, lay: RowLayout,
                     warps=warps, stages=stages) -> None:
                 kernel[grid](y, x, *_rows(lay), *lay.y_strides, 1.0, BLOCK_N=block_n,
                              TAIL_N=tail_n, INDEX_64=False, LOG=False, STORE_CACHE=STORE,
-                             num_warps=warps, num_stages=stages, **tile)
+                             num_warps=warps, num_stages=stages, enable_fp_fusion=FUSION,
+                             **tile)
             yield (f"BLOCK_M={block_m} BLOCK_N={block_n}+{tail_n} warps={warps} "
                    f"stages={stages} programs/SM={per_sm} VEC={vec}", run)
 
@@ -120,7 +122,8 @@ def online_configs(x: torch.Tensor, y: torch.Tensor, lay: RowLayout,
         if last and not last_n:
             continue
         last_n = max(last_n, lanes) if last_n else block_n
-        opts = {"ALIGN": _align(x, lay, vec), "num_warps": warps, "num_stages": stages}
+        opts = {"ALIGN": _align(x, lay, vec), "num_warps": warps, "num_stages": stages,
+                "enable_fp_fusion": FUSION}
         if cap:
             opts["maxnreg"] = cap
 
@@ -149,7 +152,8 @@ def split_configs(x: torch.Tensor, y: torch.Tensor, lay: RowLayout,
         parts = torch.empty(2 * m * splits, device=x.device)
         grid = (min(m * splits, sms * 8),)
         opts = {"BLOCK_N": block_n, "INDEX_64": False, "N_SPLITS": splits, "PDL": False,
-                "VEC": vec, "ALIGN": _align(x, lay, vec), "num_warps": warps, "num_stages": stages}
+                "VEC": vec, "ALIGN": _align(x, lay, vec), "num_warps": warps, "num_stages": stages,
+                "enable_fp_fusion": FUSION}
 
         def run(parts=parts, grid=grid, cols=cols, opts=opts) -> None:
             K.softmax_split_stats_kernel[grid](parts, x, *_rows(lay), cols, 1.0,
@@ -215,7 +219,8 @@ def host_costs() -> None:
         "kept Launch(x, y)": lambda: kept(x, y),
         "Triton kernel[grid](...)": lambda: K.softmax_row_kernel[(4,)](
             y, x, *_rows(lay), *lay.y_strides, 1.0, BLOCK_N=128, TAIL_N=0, INDEX_64=False,
-            LOG=False, STORE_CACHE=STORE, VEC=1, ALIGN=align, num_warps=4, num_stages=1),
+            LOG=False, STORE_CACHE=STORE, VEC=1, ALIGN=align, num_warps=4, num_stages=1,
+            enable_fp_fusion=FUSION),
         "eager.forward_signature": lambda: eager.forward_signature(x, -1, None, None, None,
                                                                   False),
         "torch.empty": lambda: torch.empty((4, 128), dtype=torch.float32, device=x.device),

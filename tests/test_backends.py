@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import itertools
+
 import pytest
 import torch
 import triton
 
 from npu_softmax import _compat, kernels, kernels_backward, kernels_cols, launcher
 from npu_softmax.backends import AscendBackend, CudaBackend, InterpreterBackend, for_target
-from npu_softmax.layout import RowLayout
+from npu_softmax.layout import RowLayout, row_layout
 
 
 def _contiguous(n_rows: int, n_cols: int) -> RowLayout:
@@ -399,3 +401,22 @@ def test_cuda_float32_tiles_of_short_rows_of_whole_vectors(n_cols: int, elems: i
     assert be.for_layout(layout, 4, streams=2).options(backward, 4)["num_warps"] == 4
     if n_cols % 8 == 0:
         assert launcher.plan(layout, 2, 132, be).block_m * p.block_n == 4096
+
+
+
+def test_cuda_plans_ask_for_fp_fusion() -> None:
+    """Plans of every variant on CUDA, rows or interleaved rows, forward or backward, in every
+    layout's rules, compile with floating-point fusion asked for: never left to Triton's
+    default, which Triton 3.10 turns off (the GPU suite checks the binaries alike)."""
+    be = CudaBackend("cuda", 90)
+    layouts = [_contiguous(m, n) for m, n in ((65536, 100), (1823, 781), (4096, 8192),
+                                              (1024, 65536), (8, 151936), (4, 70001))]
+    strides = (4096 * 512, 512, 1)
+    layouts.append(row_layout((64, 4096, 512), 1, strides, strides))  # dim 1: interleaved rows
+    seen = set()
+    for layout, itemsize, streams in itertools.product(layouts, (2, 4), (1, 2)):
+        p = launcher.plan(layout, itemsize, 132, be)
+        seen.add(p.variant)
+        options = be.for_layout(layout, itemsize, streams).options(p, itemsize)
+        assert options["enable_fp_fusion"] is True, (p, itemsize, streams)
+    assert seen == {"tile", "online", "split", "cols"}

@@ -1,15 +1,21 @@
-"""Resources: compiles (the ``kernels`` dict everywhere, Triton's own cache on devices), threads
-racing on new keys, device memory per call, and tensors of more than 2**31 elements."""
+"""Resources: compiles (the ``kernels`` dict everywhere, Triton's own cache on devices, the
+compile options Triton's environment cannot change), threads racing on new keys, device memory
+per call, and tensors of more than 2**31 elements."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+import textwrap
 import threading
+from pathlib import Path
 from typing import Any
 
 import pytest
 import torch
 import triton
-from _ref import assert_softmax_close, reference
+from _ref import assert_close, assert_softmax_close, reference
 
 import npu_softmax
 from npu_softmax import eager, launcher
@@ -76,6 +82,52 @@ def test_new_shapes_with_one_key_compile_once(kernel_device: str,
     assert len(launcher.kernels) == 1
     assert len(fresh_kernels["sized"]) == 1
     assert _triton_cache_size() == triton_before  # no compile after the first shape
+
+
+# Every variant's kernels, forward and backward, on inputs saved by the test; outputs saved back.
+_EVERY_VARIANT = """
+    import sys, torch, npu_softmax
+    x, dy = torch.load(sys.argv[1])
+    outs = [npu_softmax.softmax(x, -1, variant=v) for v in ("tile", "online", "split")]
+    outs.append(npu_softmax.softmax(x, 0))
+    xg = x.clone().requires_grad_()
+    outs += torch.autograd.grad(npu_softmax.softmax(xg, -1), xg, dy)
+    torch.save([o.cpu() for o in outs], sys.argv[2])
+"""
+
+
+def test_fp_fusion_is_not_left_to_tritons_default(kernel_device: str, tmp_path: Path) -> None:
+    """On CUDA every kernel asks for floating-point fusion itself: processes whose
+    ``TRITON_DEFAULT_FP_FUSION`` is unset, 0 or 1 (each with its own Triton cache) compute
+    bit-identical outputs of every variant, forward and backward, and none prints Triton 3.9's
+    warning about that default (3.10 turns it off)."""
+    if kernel_device != "cuda":
+        pytest.skip("the fusion default is upstream Triton's, for GPU binaries")
+    x, dy = torch.randn(61, 3001).mul(4), torch.randn(61, 3001)
+    torch.save([x.to(kernel_device), dy.to(kernel_device)], tmp_path / "inputs.pt")
+    outputs = {}
+    for default in ("unset", "0", "1"):
+        env = {k: v for k, v in os.environ.items() if k != "TRITON_DEFAULT_FP_FUSION"}
+        env["TRITON_CACHE_DIR"] = str(tmp_path / f"cache-{default}")
+        if default != "unset":
+            env["TRITON_DEFAULT_FP_FUSION"] = default
+        out = tmp_path / f"outputs-{default}.pt"
+        done = subprocess.run([sys.executable, "-c", textwrap.dedent(_EVERY_VARIANT),
+                               str(tmp_path / "inputs.pt"), str(out)], env=env,
+                              capture_output=True, text=True, timeout=600)
+        assert done.returncode == 0, done.stderr[-3000:]
+        assert "FP_FUSION" not in done.stderr, done.stderr[-3000:]
+        outputs[default] = torch.load(out)
+    *rows, cols, grad = outputs["unset"]
+    for y in rows:
+        assert_softmax_close(y, reference(x, -1))
+    assert_softmax_close(cols, reference(x, 0))
+    x64 = x.double().requires_grad_()
+    (expected,) = torch.autograd.grad(torch.softmax(x64, -1), x64, dy.double())
+    assert_close(grad, expected, torch.float32, scale=3)  # rounded from y, dy and dx
+    for default in ("0", "1"):
+        for i, (a, b) in enumerate(zip(outputs["unset"], outputs[default])):
+            assert torch.equal(a, b), f"output {i} differs with TRITON_DEFAULT_FP_FUSION={default}"
 
 
 def test_threads_racing_on_new_keys(kernel_device: str, fresh_kernels: dict[str, Any]) -> None:

@@ -242,6 +242,13 @@ class CudaBackend(Backend):
     #: the API on the H100 (2026-11-23, docs/tuning.md): 1024x65536 fp32 2656 -> 2775 GB/s,
     #: bf16 2486 -> 2660; 4096x65536 bf16 2651 -> 2838; rows that fit a block gain 0-1%.
     output_cache = ".cs"
+    #: Every kernel is compiled with floating-point fusion (``x * scale - max`` as one fused
+    #: multiply-add), asked for explicitly: upstream Triton took it by default up to 3.9, which
+    #: warns where a kernel leaves it to ``TRITON_DEFAULT_FP_FUSION``, and 3.10 turns that
+    #: default off. So the binaries, and the outputs bit for bit, stay those every speed in
+    #: docs/tuning.md was measured with, whatever the Triton release or that variable
+    #: (Triton 3.9's ``TRITON_FORCE_DISABLE_FP_FUSION`` still turns it off).
+    fp_fusion = True
 
     def __init__(self, name: str = "cuda", arch: str | int = 0,
                  unaligned_rows: bool = False, streams: int = 1,
@@ -522,7 +529,8 @@ class CudaBackend(Backend):
 
     def options(self, plan: Plan, itemsize: int) -> dict[str, Any]:
         # One stage: the persistent loop keeps enough rows in flight through occupancy instead.
-        options = {"num_warps": self._warps(plan, itemsize), "num_stages": 1}
+        options = {"num_warps": self._warps(plan, itemsize), "num_stages": 1,
+                   "enable_fp_fusion": self.fp_fusion}
         # 2-byte online rows with a last chunk (``last_chunk``) on 16 warps: at most 64
         # registers a thread (80-116 otherwise, one program an SM), so two programs share an
         # SM. Through the API on the H100 (2026-11-24, eleventh session, docs/tuning.md), two
