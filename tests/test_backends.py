@@ -403,7 +403,6 @@ def test_cuda_float32_tiles_of_short_rows_of_whole_vectors(n_cols: int, elems: i
         assert launcher.plan(layout, 2, 132, be).block_m * p.block_n == 4096
 
 
-
 def test_cuda_plans_ask_for_fp_fusion() -> None:
     """Plans of every variant on CUDA, rows or interleaved rows, forward or backward, in every
     layout's rules, compile with floating-point fusion asked for: never left to Triton's
@@ -415,8 +414,9 @@ def test_cuda_plans_ask_for_fp_fusion() -> None:
     layouts.append(row_layout((64, 4096, 512), 1, strides, strides))  # dim 1: interleaved rows
     seen = set()
     for layout, itemsize, streams in itertools.product(layouts, (2, 4), (1, 2)):
-        p = launcher.plan(layout, itemsize, 132, be)
+        rules = be.for_layout(layout, itemsize, streams)
+        p = launcher.plan(layout, itemsize, 132, rules)
         seen.add(p.variant)
-        options = be.for_layout(layout, itemsize, streams).options(p, itemsize)
+        options = rules.options(p, itemsize)
         assert options["enable_fp_fusion"] is True, (p, itemsize, streams)
     assert seen == {"tile", "online", "split", "cols"}
