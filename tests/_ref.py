@@ -44,6 +44,15 @@ def reference(x: torch.Tensor, dim: int, log: bool = False, temperature: float =
     return torch.log_softmax(x64, dim) if log else torch.softmax(x64, dim)
 
 
+def reference_grad(torch_fn, x: torch.Tensor, dy: torch.Tensor, dim: int,  # noqa: ANN001
+                   temperature: float = 1.0) -> torch.Tensor:
+    """The gradient of ``torch_fn(x / temperature, dim)`` (``torch.softmax`` or
+    ``torch.log_softmax``) for the upstream gradient ``dy``, in float64 on the CPU."""
+    x64 = x.detach().cpu().double().requires_grad_()
+    torch_fn(x64 / temperature, dim).backward(dy.detach().cpu().double())
+    return x64.grad
+
+
 def assert_softmax_close(y: torch.Tensor, ref: torch.Tensor, msg: str = "",
                          scale: float = 1.0) -> None:
     """Probabilities ``y`` match the float64 ``ref`` within ``y.dtype``'s tolerance (``scale``

@@ -5,19 +5,12 @@ from __future__ import annotations
 
 import pytest
 import torch
-from _ref import DTYPES, VARIANTS, assert_close
+from _ref import DTYPES, VARIANTS, assert_close, reference_grad
 
 import npu_softmax as ns
 from npu_softmax import launcher
 
 FUNCS = {"softmax": (ns.softmax, torch.softmax), "log_softmax": (ns.log_softmax, torch.log_softmax)}
-
-
-def _reference_grad(torch_fn, x: torch.Tensor, dy: torch.Tensor, dim: int,  # noqa: ANN001
-                    temperature: float = 1.0) -> torch.Tensor:
-    x64 = x.detach().cpu().double().requires_grad_()
-    torch_fn(x64 / temperature, dim).backward(dy.detach().cpu().double())
-    return x64.grad
 
 
 @pytest.mark.parametrize("name", FUNCS)
@@ -51,7 +44,7 @@ def test_grad_matches_float64(device: str, name: str, variant: str | None, dtype
     y.backward(dy)
     assert x.grad.dtype == dtype
     # The low-precision gradient is rounded from y, dy and dx: three roundings.
-    assert_close(x.grad, _reference_grad(torch_fn, x, dy, -1, 1.7), dtype, scale=3)
+    assert_close(x.grad, reference_grad(torch_fn, x, dy, -1, 1.7), dtype, scale=3)
 
 
 @pytest.mark.parametrize("name", FUNCS)
@@ -62,11 +55,11 @@ def test_grad_strides(device: str, name: str, variant: str | None) -> None:
     x = base.transpose(0, 1).requires_grad_()  # softmax over dim 0: strided rows
     y = fn(x, 0, variant=variant)
     y.sum().backward()  # dy is an expanded tensor: every stride 0
-    assert_close(x.grad, _reference_grad(torch_fn, x, torch.ones(x.shape), 0), torch.float32)
+    assert_close(x.grad, reference_grad(torch_fn, x, torch.ones(x.shape), 0), torch.float32)
     x.grad = None
     dy_t = torch.randn(7, 9, 50, device=device).permute(2, 1, 0)  # non-contiguous dy
     fn(x, 0, variant=variant).backward(dy_t)
-    assert_close(x.grad, _reference_grad(torch_fn, x, dy_t, 0), torch.float32)
+    assert_close(x.grad, reference_grad(torch_fn, x, dy_t, 0), torch.float32)
 
 
 def test_grad_upcast_dtype(device: str) -> None:
@@ -75,7 +68,7 @@ def test_grad_upcast_dtype(device: str) -> None:
     dy = torch.randn(6, 40, device=device)
     y.backward(dy)
     assert x.grad.dtype == torch.bfloat16
-    expected = _reference_grad(torch.log_softmax, x.float(), dy, 1)
+    expected = reference_grad(torch.log_softmax, x.float(), dy, 1)
     assert_close(x.grad, expected, torch.bfloat16)
 
 
@@ -105,6 +98,6 @@ def test_double_backward(kernel_device: str, name: str, variant: str | None) -> 
     (g_graph,) = torch.autograd.grad(fn(x, 1, variant=variant), x, dy, create_graph=True)
     (g_kernel,) = torch.autograd.grad(fn(x, 1, variant=variant), x, dy)
     assert g_graph.requires_grad and not g_kernel.requires_grad
-    ref = _reference_grad(torch_fn, x, dy, 1)
+    ref = reference_grad(torch_fn, x, dy, 1)
     torch.testing.assert_close(g_graph.detach().cpu(), ref)
     torch.testing.assert_close(g_kernel.cpu(), ref)
