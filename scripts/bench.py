@@ -1,7 +1,7 @@
 """Softmax bandwidth on the device that is here: npu_softmax against its peers, in one run.
 
 GB/s = (bytes read + bytes written) / median time, from ``triton.testing.do_bench``, the best of
-``--rounds`` rounds that time every provider in turn. Providers:
+``--rounds`` rounds that time every provider once, each round in a new order. Providers:
 npu_softmax, torch.softmax, the naive 5-op torch softmax, torch.compile of torch.softmax,
 Liger-Kernel's softmax when it is installed, and a device-to-device copy of the same bytes (the
 roof). Three parts: the seeds' sweep (M = 4096, N = 128 * i), a list of shapes (short rows, the
@@ -13,6 +13,7 @@ cost of a call on a tiny tensor, and with ``--backward`` the backward pass besid
 
     python scripts/bench.py --out docs/benchmarks            # full run (GPU or NPU)
     python scripts/bench.py --quick                           # fewer sweep points
+    python scripts/bench.py --no-shapes --dtypes bfloat16     # the sweep of one dtype
     python scripts/bench.py --only-dims                       # only the other dims
 """
 
@@ -22,6 +23,7 @@ import argparse
 import csv
 import datetime
 import os
+import random
 import time
 from typing import Callable
 
@@ -54,6 +56,8 @@ DIM_CASES = [
     ((100, 16384), -1, True),
 ]
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16}
+#: The order of each round's timings: seeded, so a run repeats its orders.
+_ORDER = random.Random(0)
 
 
 def naive_softmax(x: torch.Tensor, dim: int) -> torch.Tensor:
@@ -87,25 +91,30 @@ def providers(device: str) -> dict[str, Callable[[torch.Tensor, int], object]]:
 def measure(fns: dict[str, Callable], x: torch.Tensor, dim: int, names: list[str],
             rounds: int) -> dict[str, float]:
     """GB/s of each named provider (and the copy roof) on the input ``x`` over ``dim``: the
-    best of ``rounds`` rounds, each timing every provider in turn. Interference on a shared host
-    (other processes, torch.compile's workers, clocks) only ever slows a timing down, and it
-    hits the providers of one round unevenly; the best of a few rounds compares them as the
-    device runs them. The roof copies a contiguous tensor of ``x``'s bytes."""
+    best of ``rounds`` rounds, each timing the copy and every provider once, in an order of its
+    own. Interference on a shared host (other processes, torch.compile's workers) only ever slows
+    a timing down, and so does the device state a timing inherits from the ones before it: on
+    the H100 one kernel ran 2760 or 2900 GB/s by its place in the round alone (docs/tuning.md,
+    thirty-second session). A fixed order would give each provider the same place, and the
+    same luck, every round; a new order each round and the best of the rounds compare them as
+    the device runs them. The roof copies a contiguous tensor of ``x``'s bytes."""
     src = x.contiguous()
     dst = torch.empty_like(src)
     n_bytes = 2 * x.numel() * x.element_size()
-    result = dict.fromkeys(["copy", *names], 0.0)
+    timed: dict[str, Callable[[], object]] = {"copy": lambda: dst.copy_(src)}
+    timed.update({name: (lambda fn: lambda: fn(x, dim))(fns[name]) for name in names})
+    result = dict.fromkeys(timed, 0.0)
     # torch.compile specialises on shapes and stops compiling after a few (dynamo's recompile
     # limit), falling back to eager: compile each shape from scratch instead.
     torch._dynamo.reset()
+    order = list(timed)
     for _ in range(rounds):
-        result["copy"] = max(result["copy"], gbps(n_bytes, time_ms(lambda: dst.copy_(src))))
-        for name in names:
+        _ORDER.shuffle(order)
+        for name in order:
             if result[name] != result[name]:  # refused this shape in an earlier round
                 continue
             try:
-                fn = fns[name]
-                ms = time_ms(lambda: fn(x, dim))  # noqa: B023 (called here)
+                ms = time_ms(timed[name])
             except Exception as e:  # a peer that refuses a shape (out of shared memory, ...)
                 print(f"  {name} failed on {tuple(x.shape)} dim {dim} {x.dtype}: "
                       f"{type(e).__name__}: {str(e).splitlines()[0][:120]}")
@@ -176,6 +185,14 @@ def plot(rows: list[dict], dtype: str, path: str, device_name: str) -> None:
     fig.savefig(path, dpi=110)
 
 
+def write_csv(path: str, rows: list[dict], keys: list[str], names: list[str]) -> None:
+    """Write ``rows`` (their ``keys``, the copy roof and each provider's GB/s) to ``path``."""
+    with open(path, "w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=[*keys, "copy", *names])
+        writer.writeheader()
+        writer.writerows(rows)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -190,7 +207,11 @@ def main() -> None:
                         help="rounds per point, each provider's best kept (default 3)")
     parser.add_argument("--backward", action="store_true",
                         help="also the backward pass over the list of shapes")
+    parser.add_argument("--dtypes", nargs="+", choices=list(DTYPES), default=list(DTYPES),
+                        help="dtypes to measure (default: all); a full sweep of one dtype "
+                        "fits a shorter session on a lent device")
     args = parser.parse_args()
+    dtypes = {name: DTYPES[name] for name in args.dtypes}
     info = npu_softmax.target_info()
     device = {"npu": "npu", "cuda": "cuda", "hip": "cuda"}.get(info["backend"])
     if device is None:
@@ -206,34 +227,32 @@ def main() -> None:
     rows: list[dict] = []
     if not (args.no_sweep or args.only_dims):
         step = 8 if args.quick else 2
-        for dname, dtype in DTYPES.items():
+        for dname, dtype in dtypes.items():
             for i in range(2, 100, step):
                 x = torch.randn(4096, 128 * i, device=device).mul(3).to(dtype)
                 r = measure(fns, x, -1, names, args.rounds)
                 rows.append({"part": "sweep", "dtype": dname, "M": 4096, "N": 128 * i, **r})
+                # Written as it goes: a run stopped early (a lent device's time limit) keeps
+                # the points it measured.
+                write_csv(os.path.join(args.out, "bench.csv"), rows, ["part", "dtype", "M", "N"],
+                          names)
             plot(rows, dname, os.path.join(args.out, f"bench_sweep_{dname}.png"), device_name)
-    for dname, dtype in DTYPES.items():
+    for dname, dtype in dtypes.items():
         for m, n in [] if args.no_shapes or args.only_dims else SHAPES:
             x = torch.randn(m, n, device=device).mul(3).to(dtype)
             r = measure(fns, x, -1, names, args.rounds)
             rows.append({"part": "shapes", "dtype": dname, "M": m, "N": n, **r})
     dims: list[dict] = []
-    for dname, dtype in DTYPES.items():
+    for dname, dtype in dtypes.items():
         for shape, dim, transposed in [] if args.no_shapes else DIM_CASES:
             x = torch.randn(shape, device=device).mul(3).to(dtype)
             r = measure(fns, x.t() if transposed else x, dim, names, args.rounds)
             dims.append({"dtype": dname, "shape": "x".join(map(str, shape))
                          + (" transposed" if transposed else ""), "dim": dim, **r})
 
-    with open(os.path.join(args.out, "bench.csv"), "w", newline="") as f:
-        writer = csv.DictWriter(f, fieldnames=["part", "dtype", "M", "N", "copy", *names])
-        writer.writeheader()
-        writer.writerows(rows)
+    write_csv(os.path.join(args.out, "bench.csv"), rows, ["part", "dtype", "M", "N"], names)
     if dims:
-        with open(os.path.join(args.out, "bench_dims.csv"), "w", newline="") as f:
-            writer = csv.DictWriter(f, fieldnames=["dtype", "shape", "dim", "copy", *names])
-            writer.writeheader()
-            writer.writerows(dims)
+        write_csv(os.path.join(args.out, "bench_dims.csv"), dims, ["dtype", "shape", "dim"], names)
 
     peers = [n for n in names if n != "npu_softmax"]
     lines = [f"Measured on {device_name}, {stamp} (torch {info['torch']}, triton "
@@ -257,7 +276,7 @@ def main() -> None:
         lines += ["", "Backward (GB/s = 3 tensors moved / median time; copy = forward's roof):",
                   "", "| dtype | shape, dim | copy | npu_softmax | torch | vs torch |",
                   "|---|---|---|---|---|---|"]
-        for dname, dtype in DTYPES.items():
+        for dname, dtype in dtypes.items():
             for shape, dim in [*((s, -1) for s in SHAPES),
                                *((s, d) for s, d, transposed in DIM_CASES if not transposed)]:
                 r = measure_backward(shape, dim, dtype, device)
