@@ -1,0 +1,64 @@
+"""``scripts/bench.py``'s bookkeeping, on the CPU with a stand-in for the device timer (the real
+one needs a GPU or NPU; the benchmark itself runs there): each round times the copy and every
+provider once, the rounds do not all share one order, each keeps its best round, and a provider
+that refuses a shape is reported as NaN and not timed again."""
+
+from __future__ import annotations
+
+import math
+import random
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+sys.path.insert(0, str(Path(__file__).parents[1] / "scripts"))
+import bench  # noqa: E402
+
+from npu_softmax.timing import gbps  # noqa: E402
+
+
+def test_measure_times_each_round_in_its_own_order(monkeypatch: pytest.MonkeyPatch) -> None:
+    x = torch.randn(6, 10)
+    called: list[str] = []
+
+    def provider(name: str):  # noqa: ANN202
+        def fn(t: torch.Tensor, dim: int) -> torch.Tensor:
+            called.append(name)
+            if name == "refuses":
+                raise ValueError("out of shared memory")
+            return torch.softmax(t, dim)
+        return fn
+
+    names = ["ours", "theirs", "refuses"]
+    fns = {name: provider(name) for name in names}
+    timings: list[tuple[str, float]] = []
+    spent = iter(random.Random(1).sample(range(1, 100), 40))
+
+    def fake_time_ms(fn) -> float:  # noqa: ANN001
+        before = len(called)
+        fn()
+        name = called[-1] if len(called) > before else "copy"
+        ms = float(next(spent))
+        timings.append((name, ms))
+        return ms
+
+    monkeypatch.setattr(bench, "time_ms", fake_time_ms)
+    monkeypatch.setattr(bench, "_ORDER", random.Random(0))
+    rounds = 5
+    result = bench.measure(fns, x, -1, names, rounds)
+
+    # The refusing provider is called once (its first round) and then left out.
+    assert called.count("refuses") == 1 and math.isnan(result["refuses"])
+    # Every other entry once a round, in orders that are not all the same.
+    others = [name for name, _ in timings]
+    assert len(others) == 3 * rounds
+    orders = [tuple(others[3 * r:3 * r + 3]) for r in range(rounds)]
+    assert all(sorted(order) == ["copy", "ours", "theirs"] for order in orders), orders
+    assert len(set(orders)) > 1, f"every round in one order: {orders}"
+    # Each keeps its best (shortest) time, as GB/s of the bytes read and written.
+    n_bytes = 2 * x.numel() * x.element_size()
+    for name in ("copy", "ours", "theirs"):
+        best = min(ms for n, ms in timings if n == name)
+        assert result[name] == pytest.approx(gbps(n_bytes, best)), name
