@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import csv
 import datetime
+import functools
 import os
 import random
 import time
@@ -102,7 +103,7 @@ def measure(fns: dict[str, Callable], x: torch.Tensor, dim: int, names: list[str
     dst = torch.empty_like(src)
     n_bytes = 2 * x.numel() * x.element_size()
     timed: dict[str, Callable[[], object]] = {"copy": lambda: dst.copy_(src)}
-    timed.update({name: (lambda fn: lambda: fn(x, dim))(fns[name]) for name in names})
+    timed.update({name: functools.partial(fns[name], x, dim) for name in names})
     result = dict.fromkeys(timed, 0.0)
     # torch.compile specialises on shapes and stops compiling after a few (dynamo's recompile
     # limit), falling back to eager: compile each shape from scratch instead.
