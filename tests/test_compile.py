@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 import torch
-from _ref import assert_close
+from _ref import assert_close, assert_softmax_close, reference, reference_grad
 
 import npu_softmax as ns
 from npu_softmax import eager, launcher, ops
@@ -94,9 +94,9 @@ def test_cuda_graph_capture_and_replay(kernel_device: str) -> None:
     x.copy_(torch.randn_like(x))
     graph.replay()
     torch.cuda.synchronize()
-    assert_close(out, torch.softmax(x.double() / 0.9, -1), torch.float32)
-    assert_close(logp, torch.log_softmax(x.double(), -1), torch.float32)
-    assert_close(split, torch.softmax(x.double(), -1), torch.float32)
+    assert_softmax_close(out, reference(x, -1, temperature=0.9))
+    assert_close(logp, reference(x, -1, log=True), torch.float32)
+    assert_softmax_close(split, reference(x, -1))
 
 
 def test_first_calls_inside_cuda_graph_capture(kernel_device: str,
@@ -125,13 +125,10 @@ def test_first_calls_inside_cuda_graph_capture(kernel_device: str,
         cols.copy_(torch.randn_like(cols))
         graph.replay()
         torch.cuda.synchronize()
-        ref_rows = rows.detach().double().requires_grad_()
-        ref_y = torch.softmax(ref_rows / 0.8, -1)
-        (ref_dx,) = torch.autograd.grad(ref_y, ref_rows, dy.double())
-        assert_close(y, ref_y.detach(), torch.float32)
-        assert_close(dx, ref_dx, torch.float32)
-        assert_close(split, torch.log_softmax(long.double(), -1), torch.bfloat16)
-        assert_close(over_cols, torch.softmax(cols.double(), 0), torch.float32)
+        assert_softmax_close(y, reference(rows, -1, temperature=0.8))
+        assert_close(dx, reference_grad(torch.softmax, rows, dy, -1, 0.8), torch.float32)
+        assert_close(split, reference(long, -1, log=True), torch.bfloat16)
+        assert_softmax_close(over_cols, reference(cols, 0))
 
 
 def test_compile_reduce_overhead(kernel_device: str) -> None:
