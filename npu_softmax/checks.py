@@ -26,12 +26,27 @@ def check_args(fn: str, x: object, dim: object, variant: object) -> None:
     """``x`` is a real tensor, ``dim`` an int and ``variant`` a kernel variant or None."""
     if not isinstance(x, torch.Tensor):
         raise TypeError(f"{fn}: expected a torch.Tensor, got {type(x).__name__}")
+    _check_dense(fn, "the input", x)
     if x.is_complex():
         raise TypeError(f"{fn}: complex tensors are not supported, got {x.dtype}")
     if isinstance(dim, bool) or not isinstance(dim, int):
         raise TypeError(f"{fn}: dim must be an int, got {type(dim).__name__}")
     if variant is not None and variant not in VARIANTS:
         raise ValueError(f"{fn}: variant must be one of {VARIANTS}, got {variant!r}")
+
+
+def _check_dense(fn: str, name: str, t: torch.Tensor) -> None:
+    # The kernels address memory by strides: sparse, mkldnn and nested tensors have none to
+    # give, and a quantized tensor's elements are not its values.
+    if t.is_nested:
+        raise TypeError(f"{fn}: {name} is a nested tensor, which is not supported; apply it "
+                        "to each component (unbind())")
+    if t.layout != torch.strided:
+        raise TypeError(f"{fn}: {name} has layout {t.layout}; only dense (strided) tensors are "
+                        "supported: call .to_dense() first")
+    if t.is_quantized:
+        raise TypeError(f"{fn}: {name} is quantized ({t.dtype}), which is not supported; call "
+                        ".dequantize() first")
 
 
 def check_dtype_arg(fn: str, x: torch.Tensor, dtype: object) -> torch.dtype:
@@ -74,6 +89,7 @@ def check_out(fn: str, x: torch.Tensor, out: object, out_dtype: torch.dtype) -> 
     """``out`` has ``x``'s shape and device, the output dtype, and no element twice."""
     if not isinstance(out, torch.Tensor):
         raise TypeError(f"{fn}: out must be a torch.Tensor, got {type(out).__name__}")
+    _check_dense(fn, "out", out)
     if out.shape != x.shape:
         raise ValueError(f"{fn}: out has shape {tuple(out.shape)} but the result has shape "
                          f"{tuple(x.shape)}")
@@ -122,13 +138,15 @@ def _supported_dtypes(device_type: str) -> tuple[torch.dtype, ...]:
 
 
 def check_target(fn: str, x: torch.Tensor, out_dtype: torch.dtype) -> None:
-    """``x``'s device and the dtypes are ones the active Triton target serves."""
+    """``x``'s device and the dtypes are ones the active Triton target serves. CPU tensors the
+    target does not serve run torch's softmax, and ``meta`` tensors (no data) get only a result
+    of the right shape and dtype, as from torch."""
     allowed = supported_dtypes(x.device)
     if out_dtype not in allowed:
         names = ", ".join(str(d).replace("torch.", "") for d in allowed)
         raise TypeError(f"{fn}: dtype={out_dtype} is not supported for {x.device.type} tensors "
                         f"on the {launcher.target().backend!r} target; use one of {names}")
-    if not launcher.serves(x.device) and x.device.type != "cpu":
+    if not launcher.serves(x.device) and x.device.type not in ("cpu", "meta"):
         raise RuntimeError(device_message(fn, x.device))
 
 

@@ -86,9 +86,10 @@ def forward_signature(x: torch.Tensor, dim: object, dtype: object, temperature: 
                       variant: object, log: bool) -> tuple:
     """``signature`` of a call of the public forward functions, spelt out: only ``dim`` and
     ``temperature`` can equal a valid value while failing a check (``True`` for ``1``), so only
-    their types are added."""
-    return (x.shape, x.stride(), x.dtype, x.device, dim, type(dim), dtype, temperature,
-            type(temperature), variant, log)
+    their types are added. The layout too: a sparse COO tensor reports strides of 0, those of
+    an expanded dense one."""
+    return (x.shape, x.stride(), x.dtype, x.device, x.layout, dim, type(dim), dtype,
+            temperature, type(temperature), variant, log)
 
 
 def repeat_forward(x: object, dim: object, dtype: object, temperature: object, variant: object,
@@ -104,7 +105,9 @@ def repeat_forward(x: object, dim: object, dtype: object, temperature: object, v
         return None
     try:
         call = _calls.get(forward_signature(x, dim, dtype, temperature, variant, log))
-    except TypeError:  # an argument that cannot be hashed: the checks will report it
+    except (TypeError, RuntimeError):
+        # An argument that cannot be hashed, or a tensor without sizes or strides (nested,
+        # sparse CSR): the checks will report it.
         return None
     return None if call is None else call(x)
 

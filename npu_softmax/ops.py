@@ -16,8 +16,9 @@ graph break; the forwards have autograd through the backward ops, which run the 
 kernels (no double backward through the ops; eager calls have it, see ``_EagerAutograd``).
 ``dim`` is already wrapped to ``[0, ndim)`` by the caller; the ops check dtypes and devices
 against the Triton target (inside the op, so tracing never sees the driver lookup). Tensors on
-a device the kernels do not serve (CPU without the interpreter) run torch's own softmax, so every
-device the public API accepts has an implementation.
+a device the kernels do not serve (CPU without the interpreter; meta, whose results have only
+a shape and dtype) run torch's own softmax, so every device the public API accepts has an
+implementation.
 
 Eager calls from ``api`` skip the op's dispatch (``checked_forward``): ``eager_forward`` runs
 the op's body, under a ``torch.autograd.Function`` when autograd records the call. Forward and
@@ -195,10 +196,17 @@ def _save(ctx: torch.autograd.function.FunctionCtx, x: Tensor, y: Tensor, dim: i
     ctx.args = (dim, x.dtype, temperature, log, variant)
 
 
+def _dense(dy: Tensor) -> Tensor:
+    # A sparse upstream gradient (torch's own softmax backward refuses one) as a dense tensor,
+    # which the kernels can address.
+    return dy if dy.layout == torch.strided else dy.to_dense()
+
+
 def _gradient(ctx: torch.autograd.function.FunctionCtx, dy: Tensor) -> Tensor:
     # ``backward``'s kernels, or torch ops where autograd records the backward or a
     # ``torch.func`` transform's tensors come in (they have no storage for the kernels).
     (y,) = ctx.saved_tensors
+    dy = _dense(dy)
     if torch.is_grad_enabled() or eager.transformed(dy) or eager.transformed(y):
         return differentiable_backward(dy, y, *ctx.args)
     return backward(dy, y, *ctx.args)
@@ -349,7 +357,7 @@ def _define(log: bool) -> tuple:
 
     def autograd_backward(ctx, dy: Tensor) -> tuple:  # noqa: ANN001
         (y,) = ctx.saved_tensors
-        dx = bwd_op(dy, y, ctx.dim, ctx.x_dtype, ctx.temperature, ctx.variant)
+        dx = bwd_op(_dense(dy), y, ctx.dim, ctx.x_dtype, ctx.temperature, ctx.variant)
         return dx, None, None, None, None
 
     fwd_op.register_autograd(autograd_backward, setup_context=setup_context)

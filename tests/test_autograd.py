@@ -8,7 +8,7 @@ import torch
 from _ref import DTYPES, VARIANTS, assert_close, reference_grad
 
 import npu_softmax as ns
-from npu_softmax import launcher
+from npu_softmax import launcher, ops
 
 FUNCS = {"softmax": (ns.softmax, torch.softmax), "log_softmax": (ns.log_softmax, torch.log_softmax)}
 
@@ -80,6 +80,24 @@ def test_grad_0d_and_empty(device: str) -> None:
             xr = x.detach().cpu().requires_grad_()
             torch_fn(xr, -1).sum().backward()
             torch.testing.assert_close(x.grad.cpu(), xr.grad, msg=name)
+
+
+@pytest.mark.parametrize("name", FUNCS)
+def test_grad_of_a_sparse_upstream_gradient(device: str, name: str) -> None:
+    """A sparse ``dy`` (torch's own softmax backward refuses one) is densified, through the
+    eager path and through the custom op's autograd."""
+    fn, torch_fn = FUNCS[name]
+    op = ops.log_softmax if name == "log_softmax" else ops.softmax
+    x = torch.randn(6, 40, device=device, requires_grad=True)
+    dy = torch.randn(6, 40, device=device) * (torch.rand(6, 40, device=device) < 0.3)
+    try:
+        sparse = dy.to_sparse()
+    except (RuntimeError, NotImplementedError):
+        pytest.skip(f"no sparse tensors on {device}")
+    expected = reference_grad(torch_fn, x, dy, 1, 0.5)
+    for y in (fn(x, 1, temperature=0.5), op(x, 1, None, 0.5, None)):
+        (dx,) = torch.autograd.grad(y, x, sparse)
+        assert_close(dx, expected, torch.float32)
 
 
 @pytest.mark.parametrize("name", FUNCS)

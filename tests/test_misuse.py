@@ -15,7 +15,7 @@ import torch
 from _ref import assert_softmax_close, reference
 
 import npu_softmax
-from npu_softmax import api, checks, launcher
+from npu_softmax import api, checks, eager, launcher
 
 
 @pytest.mark.parametrize("dtype", [torch.int8, torch.int32, torch.int64, torch.uint8,
@@ -113,10 +113,88 @@ def test_tile_refused_for_rows_past_the_tile(kernel_device: str, dtype: torch.dt
     assert_softmax_close(npu_softmax.softmax(x, -1), reference(x, -1))
 
 
-def test_meta_tensor_is_refused() -> None:
-    """A meta tensor has no data; no driver (and not the interpreter) can run it."""
-    with pytest.raises(RuntimeError, match=r"the tensor is on 'meta' but"):
-        npu_softmax.softmax(torch.randn(3, 4, device="meta"))
+def _sparse_coo(x: torch.Tensor) -> torch.Tensor:
+    return x.to_sparse()
+
+
+def _sparse_csr(x: torch.Tensor) -> torch.Tensor:
+    return x.to_sparse_csr()
+
+
+def _nested(x: torch.Tensor) -> torch.Tensor:
+    return torch.nested.nested_tensor(list(x))
+
+
+def _jagged(x: torch.Tensor) -> torch.Tensor:
+    return torch.nested.nested_tensor(list(x), layout=torch.jagged)
+
+
+def _quantized(x: torch.Tensor) -> torch.Tensor:
+    return torch.quantize_per_tensor(x, 0.1, 0, torch.qint8)
+
+
+NOT_DENSE = {
+    _sparse_coo: r"the input has layout torch.sparse_coo; only dense \(strided\) tensors",
+    _sparse_csr: r"the input has layout torch.sparse_csr; only dense \(strided\) tensors",
+    _nested: r"the input is a nested tensor, which is not supported",
+    _jagged: r"the input is a nested tensor, which is not supported",
+    _quantized: r"the input is quantized \(torch.qint8\), which is not supported; call "
+                r"\.dequantize\(\) first",
+}
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")  # nested tensors are a prototype feature
+@pytest.mark.parametrize("make", list(NOT_DENSE), ids=lambda f: f.__name__.strip("_"))
+def test_tensors_that_are_not_dense_are_refused(make: object) -> None:
+    """Sparse, nested and quantized tensors have no strides the kernels could address: a
+    TypeError that says what to do, from every entry point (torch.softmax itself fails on
+    them deep inside its dispatcher). Built on the CPU: the check reads only metadata."""
+    x = make(torch.randn(3, 5))
+    message = NOT_DENSE[make].replace("the input", "(the input|out)")
+    calls = [lambda: npu_softmax.softmax(x), lambda: npu_softmax.log_softmax(x, 0),
+             lambda: npu_softmax.softmax_(x), lambda: npu_softmax.Softmax(-1)(x),
+             lambda: npu_softmax.softmax(torch.randn(3, 5), out=x)]
+    for call in calls:
+        with pytest.raises(TypeError, match=message):
+            call()
+
+
+def test_sparse_input_never_takes_a_kept_launch(kernel_device: str) -> None:
+    """A sparse COO tensor reports strides of 0, as an expanded dense tensor of its shape does:
+    a call on one after the other's launch was kept is refused, not run on its indices."""
+    expanded = torch.randn(1, 1, device=kernel_device).expand(3, 5)
+    npu_softmax.softmax(expanded)
+    assert eager.forward_signature(expanded, -1, None, None, None, False) in eager._calls
+    try:
+        sparse = torch.randn(3, 5, device=kernel_device).to_sparse()
+    except (RuntimeError, NotImplementedError):
+        pytest.skip(f"no sparse tensors on {kernel_device}")
+    assert sparse.stride() == expanded.stride()
+    with pytest.raises(TypeError, match="only dense"):
+        npu_softmax.softmax(sparse)
+
+
+def test_meta_tensors_get_shape_and_dtype() -> None:
+    """A meta tensor has no data: as with torch.softmax, the result is a meta tensor of the
+    right shape and dtype (shape inference, models built on the meta device), through the
+    checks every call gets, out= and in place included, and its gradient too."""
+    x = torch.randn(2, 3, 5, device="meta", requires_grad=True)
+    for y, expected in ((npu_softmax.softmax(x, 1), torch.softmax(x, 1)),
+                        (npu_softmax.log_softmax(x, dtype=torch.float64),
+                         torch.log_softmax(x, -1, dtype=torch.float64)),
+                        (npu_softmax.Softmax(0)(x), torch.softmax(x, 0))):
+        assert (y.device, y.shape, y.dtype) == (expected.device, expected.shape, expected.dtype)
+    (dx,) = torch.autograd.grad(npu_softmax.softmax(x, 1).sum(), x)
+    assert (dx.device, dx.shape, dx.dtype) == (x.device, x.shape, x.dtype)
+    z = x.detach().half()
+    out = torch.empty_like(z)
+    assert npu_softmax.softmax(z, out=out) is out and npu_softmax.softmax_(z) is z
+    with pytest.raises(IndexError, match="Dimension out of range"):
+        npu_softmax.softmax(x, 3)
+    with pytest.raises(TypeError, match="pass dtype=torch.float32"):
+        npu_softmax.softmax(torch.ones(3, dtype=torch.int64, device="meta"))
+    with pytest.raises(RuntimeError, match="out is on cpu but the input is on meta"):
+        npu_softmax.softmax(z, out=torch.empty(2, 3, 5, dtype=torch.half))
 
 
 def test_unserved_device_message_says_what_to_install() -> None:
@@ -141,18 +219,15 @@ def _run_python(code: str, *, path: Path | None = None,
                           capture_output=True, text=True, timeout=300)
 
 
-def test_meta_tensor_refused_without_interpreter() -> None:
-    """The same with Triton's real drivers (TRITON_INTERPRET=0): whatever the target, the
-    message names the device."""
+def test_meta_tensors_without_interpreter() -> None:
+    """The same with Triton's real drivers (TRITON_INTERPRET=0), whatever the target."""
     done = _run_python("""
         import torch, npu_softmax
-        try:
-            npu_softmax.softmax(torch.randn(3, device="meta"))
-        except RuntimeError as e:
-            print("RuntimeError:", e)
+        y = npu_softmax.softmax(torch.randn(3, 4, device="meta"), dtype=torch.bfloat16)
+        print(y.device, tuple(y.shape), y.dtype)
     """, env={"TRITON_INTERPRET": "0"})
     assert done.returncode == 0, done.stderr
-    assert "RuntimeError: npu_softmax.softmax: the tensor is on 'meta'" in done.stdout
+    assert done.stdout.split() == ["meta", "(3,", "4)", "torch.bfloat16"]
 
 
 FAKE_TRITONS = {
