@@ -54,10 +54,18 @@ def _narrows(src: torch.dtype, dst: torch.dtype) -> bool:
     return src != dst and torch.promote_types(src, dst) != dst
 
 
+_FLOAT32 = torch.finfo(torch.float32)
+
+
 def _fp32_scale_ok(dtype: torch.dtype, temperature: float) -> bool:
     # Triton passes a Python float to a kernel as float32: exact for temperature 1, but
-    # 1 / temperature then carries float32 rounding, too coarse for float64 results.
-    return dtype != torch.float64 or temperature == 1.0
+    # 1 / temperature then carries float32 rounding, too coarse for float64 results. And a
+    # reciprocal that is not a normal float32 (temperatures below about 2.9e-39 or above
+    # 8.5e37) would be inf, so that 0 * inf is NaN, or subnormal, which a device may flush to
+    # 0; there, as for float64, the input is divided by the temperature first, as torch does.
+    if temperature == 1.0:
+        return True
+    return dtype != torch.float64 and _FLOAT32.tiny <= 1.0 / temperature <= _FLOAT32.max
 
 
 def forward_into(x: Tensor, y: Tensor, dim: int, temperature: float, log: bool,

@@ -7,7 +7,7 @@ import math
 import pytest
 import torch
 import triton
-from _ref import DTYPES, VARIANTS, assert_close, check_tile_refusal, reference
+from _ref import DTYPES, VARIANTS, assert_close, check_tile_refusal, reference, reference_grad
 
 import npu_softmax as ns
 from npu_softmax import eager, launcher
@@ -92,6 +92,33 @@ def test_temperature(device: str, name: str, variant: str | None, temperature: f
     x = torch.randn(29, 317, device=device) * 3
     y = fn(x, -1, temperature=temperature, variant=variant)
     assert_close(y, reference(x, -1, log, temperature), torch.float32)
+
+
+@pytest.mark.parametrize("name", FUNCS)
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_temperatures_whose_reciprocal_is_not_a_normal_float32(device: str, name: str,
+                                                               variant: str | None) -> None:
+    """1 / 1e-39 overflows float32 and 1 / 1e38 is subnormal: scaling by it would give NaN
+    (0 * inf) or, flushed to 0, a uniform row. Such temperatures divide first, as torch does:
+    a zero row stays uniform, ties share the mass, and 1e38-sized logits at 1e38 keep their
+    shape; with out= and in place too, and the gradient at 1e38."""
+    fn, fn_, log = FUNCS[name]
+    small = torch.randn(5, 70, device=device) * 1e-3  # / 1e-39: at most about 1e36
+    small[1] = 0
+    small[2, :7] = small[2].max()
+    large = (torch.randn(5, 70, device=device) * 1e38).requires_grad_()
+    for x, t in ((small, 1e-39), (large, 1e38)):
+        expected = reference(x, -1, log, t)
+        assert_close(fn(x, -1, temperature=t, variant=variant), expected, torch.float32)
+        out = torch.full_like(x, math.nan, requires_grad=False)
+        fn(x.detach(), -1, temperature=t, variant=variant, out=out)
+        assert_close(out, expected, torch.float32)
+        assert_close(fn_(x.detach().clone(), -1, temperature=t, variant=variant), expected,
+                     torch.float32)
+    dy = torch.randn(5, 70, device=device)
+    (dx,) = torch.autograd.grad(fn(large, -1, temperature=1e38, variant=variant), large, dy)
+    torch_fn = torch.log_softmax if log else torch.softmax
+    assert_close(dx * 1e38, reference_grad(torch_fn, large, dy, -1, 1e38) * 1e38, torch.float32)
 
 
 @pytest.mark.parametrize("name", FUNCS)
