@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import torch
 
-from . import checks, eager, ops
+from . import amp, checks, eager, ops
 
 
 def softmax(x: torch.Tensor, dim: int = -1, *, dtype: torch.dtype | None = None,
@@ -96,6 +96,8 @@ def _dispatch(log: bool, x: torch.Tensor, dim: int, dtype: torch.dtype | None,
     # The first call of a signature (or one that records autograd): checked, then kept.
     fn = ops.op_name(log)
     checks.check_args(fn, x, dim, variant)
+    if out is None:
+        dtype = amp.output_dtype(x, dtype, log)
     out_dtype = checks.check_dtype_arg(fn, x, dtype)
     t = checks.check_temperature(fn, temperature)
     wrapped = checks.wrap_dim(dim, x.dim())

@@ -46,6 +46,9 @@ class _Call:
 
 
 _calls: dict[tuple, _Call] = {}
+#: Whether any ``torch.autocast`` is on: its calls take the full path, which asks ``amp`` for
+#: the output dtype (bound once: a repeat call checks it).
+_any_autocast = torch._C._is_any_autocast_enabled
 
 
 def plain(x: object) -> bool:
@@ -95,12 +98,12 @@ def forward_signature(x: torch.Tensor, dim: object, dtype: object, temperature: 
 def repeat_forward(x: object, dim: object, dtype: object, temperature: object, variant: object,
                    log: bool) -> torch.Tensor | None:
     """The output of a public forward call when its ``forward_signature`` is kept and the call
-    may skip the checks: ``x`` is a plain tensor that autograd does not record and no
-    ``torch.func`` transform wraps (``plain``, ``records_grad`` and ``transformed`` spelt out
-    inline, as this runs before every repeat call). None otherwise; the caller then takes the
-    full path."""
+    may skip the checks: ``x`` is a plain tensor that autograd does not record, no
+    ``torch.func`` transform wraps, and no autocast may change the output dtype (``plain``,
+    ``records_grad`` and ``transformed`` spelt out inline, as this runs before every repeat
+    call). None otherwise; the caller then takes the full path."""
     if (type(x) is not torch.Tensor or (x.requires_grad and torch.is_grad_enabled())
-            or torch.compiler.is_compiling()
+            or torch.compiler.is_compiling() or _any_autocast()
             or torch._C._functorch.is_functorch_wrapped_tensor(x)):
         return None
     try:

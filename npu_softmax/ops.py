@@ -29,6 +29,7 @@ batch; a tensor batched at the innermost ``vmap`` level is unwrapped directly (`
 which does what the ``vmap`` rule does for a fraction of the host time.
 """
 
+import math
 from typing import Optional
 
 import torch
@@ -62,10 +63,29 @@ def _fp32_scale_ok(dtype: torch.dtype, temperature: float) -> bool:
     # 1 / temperature then carries float32 rounding, too coarse for float64 results. And a
     # reciprocal that is not a normal float32 (temperatures below about 2.9e-39 or above
     # 8.5e37) would be inf, so that 0 * inf is NaN, or subnormal, which a device may flush to
-    # 0; there, as for float64, the input is divided by the temperature first, as torch does.
+    # 0. Those divide by the temperature outside the kernels (``_divided``).
     if temperature == 1.0:
         return True
     return dtype != torch.float64 and _FLOAT32.tiny <= 1.0 / temperature <= _FLOAT32.max
+
+
+def _divided(t: Tensor, temperature: float) -> Tensor:
+    """``t / temperature`` in the kernels' arithmetic (float32, float64 for float64 ``t``),
+    rounded as a true division rounds it (but for subnormal elements of ``t``).
+
+    torch's CUDA kernels multiply by the reciprocal of a Python number (inf for 1e-39), and a
+    float32 1e-39 is subnormal, 20 bits; so ``t`` is divided by ``temperature``'s mantissa in
+    [1, 2) (a 0-d tensor: no overflow), then scaled by its power of two in steps float32
+    holds, which is exact (beyond 2**300 either way every quotient is already inf or 0).
+    """
+    acc = torch.float64 if t.dtype == torch.float64 else torch.float32
+    mantissa, exponent = math.frexp(temperature)
+    q = t.to(acc) / torch.full((), 2 * mantissa, dtype=acc, device=t.device)
+    shift = max(-300, min(300, 1 - exponent))
+    while shift:
+        step = max(-126, min(126, shift))
+        q, shift = q * 2.0 ** step, shift - step
+    return q
 
 
 def forward_into(x: Tensor, y: Tensor, dim: int, temperature: float, log: bool,
@@ -90,7 +110,7 @@ def forward_into(x: Tensor, y: Tensor, dim: int, temperature: float, log: bool,
         # torch.softmax does (and Triton's interpreter would truncate bfloat16 instead).
         x, as_given = x.to(y.dtype), False
     if not _fp32_scale_ok(y.dtype, temperature):
-        x, temperature, as_given = x / temperature, 1.0, False
+        x, temperature, as_given = _divided(x.to(y.dtype), temperature), 1.0, False
     xv, yv = _as_rows(x), _as_rows(y)
     layout = row_layout(xv.shape, dim, xv.stride(), yv.stride())
     if layout is None and xv.data_ptr() != yv.data_ptr():
@@ -154,20 +174,22 @@ def _backward(grad: Tensor, output: Tensor, dim: int, input_dtype: torch.dtype,
         return fn(grad, output, dim, input_dtype) / temperature, None
     # y and dx share strides in the kernels; the forward's output is contiguous already.
     y = output.contiguous()
-    dx = torch.empty(y.shape, dtype=input_dtype, device=y.device)
+    exact = _fp32_scale_ok(y.dtype, temperature)
+    # Where the temperature divides outside the kernels, they write float32 (float64) first.
+    dx_dtype = input_dtype if exact or input_dtype == torch.float64 else torch.float32
+    dx = torch.empty(y.shape, dtype=dx_dtype, device=y.device)
     if dx.numel() == 0:
-        return dx, None
+        return dx.to(input_dtype), None
     dyv, yv, dxv = _as_rows(grad), _as_rows(y), _as_rows(dx)
     layout = row_layout(yv.shape, dim, dyv.stride(), yv.stride())
     as_given = y is output
     if layout is None:
         dyv, as_given = dyv.contiguous(), False
         layout = row_layout(yv.shape, dim, dyv.stride(), yv.stride())
-    exact = _fp32_scale_ok(y.dtype, temperature)
     launch = launcher.launch_softmax_backward(dyv, yv, dxv, layout, variant, log=log,
                                               scale=1.0 / temperature if exact else 1.0)
     if not exact:
-        return dx.div_(temperature), None
+        return _divided(dx, temperature).to(input_dtype), None
     return dx, launch if as_given else None
 
 
