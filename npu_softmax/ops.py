@@ -71,7 +71,7 @@ def _fp32_scale_ok(dtype: torch.dtype, temperature: float) -> bool:
 
 def _divided(t: Tensor, temperature: float) -> Tensor:
     """``t / temperature`` in the kernels' arithmetic (float32, float64 for float64 ``t``),
-    rounded as a true division rounds it (but for subnormal elements of ``t``).
+    within an ulp of a true division (but for subnormal elements of ``t``).
 
     torch's CUDA kernels multiply by the reciprocal of a Python number (inf for 1e-39), and a
     float32 1e-39 is subnormal, 20 bits; so ``t`` is divided by ``temperature``'s mantissa in

@@ -98,10 +98,11 @@ def test_temperature(device: str, name: str, variant: str | None, temperature: f
 @pytest.mark.parametrize("variant", VARIANTS)
 def test_temperatures_whose_reciprocal_is_not_a_normal_float32(device: str, name: str,
                                                                variant: str | None) -> None:
-    """1 / 1e-39 overflows float32 and 1 / 1e38 is subnormal: scaling by it would give NaN
-    (0 * inf) or, flushed to 0, a uniform row. Such temperatures divide first, as torch does:
-    a zero row stays uniform, ties share the mass, and 1e38-sized logits at 1e38 keep their
-    shape; with out= and in place too, and the gradient at 1e38."""
+    """1 / 1e-39 overflows float32 and 1 / 1e38 is subnormal: scaling by it would give NaN (0 * inf)
+    or, flushed to 0, a uniform row. Such temperatures divide first, as a true division (torch's
+    CUDA ``x / 1e-39`` gives NaN rows here): a zero row stays uniform, ties share the mass, and
+    1e38-sized logits at 1e38 keep their shape; with out= and in place too, and the gradient at
+    1e38."""
     fn, fn_, log = FUNCS[name]
     small = torch.randn(5, 70, device=device) * 1e-3  # / 1e-39: at most about 1e36
     small[1] = 0
