@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import math
+import operator
 
 import torch
 
@@ -29,7 +30,9 @@ def check_args(fn: str, x: object, dim: object, variant: object) -> None:
     _check_dense(fn, "the input", x)
     if x.is_complex():
         raise TypeError(f"{fn}: complex tensors are not supported, got {x.dtype}")
-    if isinstance(dim, bool) or not isinstance(dim, int):
+    # An int, or an integer that says so through ``__index__`` (numpy's), as torch takes;
+    # not a bool, nor a tensor.
+    if isinstance(dim, (bool, torch.Tensor)) or not hasattr(type(dim), "__index__"):
         raise TypeError(f"{fn}: dim must be an int, got {type(dim).__name__}")
     if variant is not None and variant not in VARIANTS:
         raise ValueError(f"{fn}: variant must be one of {VARIANTS}, got {variant!r}")
@@ -77,7 +80,9 @@ def check_temperature(fn: str, temperature: object) -> float:
 
 
 def wrap_dim(dim: int, ndim: int) -> int:
-    """``dim`` as a non-negative index; a 0-d tensor takes dims -1 and 0, as in torch."""
+    """``dim`` (an int, or an integer with ``__index__``) as a non-negative index; a 0-d
+    tensor takes dims -1 and 0, as in torch."""
+    dim = operator.index(dim)
     size = max(ndim, 1)
     if not -size <= dim < size:
         raise IndexError(f"Dimension out of range (expected to be in range of "

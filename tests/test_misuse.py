@@ -58,6 +58,15 @@ def test_dim_out_of_range(device: str, shape: tuple[int, ...], dim: int) -> None
     assert str(ours.value) in str(theirs.value)
 
 
+def test_numpy_integer_dim(device: str) -> None:
+    """An integer that is not a Python int but has ``__index__`` (numpy's) is a dim, as torch
+    takes it, on the first call and on a repeat."""
+    np = pytest.importorskip("numpy")
+    x = torch.randn(3, 4, device=device)
+    for dim in (np.int64(0), np.int32(-1), np.int64(0)):
+        assert_softmax_close(npu_softmax.softmax(x, dim), reference(x, int(dim)))
+
+
 @pytest.mark.parametrize("dim", [1.0, "1", None, True, (1,), torch.tensor(1)])
 def test_dim_not_an_int(device: str, dim: object) -> None:
     """dim must be a plain int (bool is not one here, unlike in Python's number tower)."""
