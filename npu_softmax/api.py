@@ -22,7 +22,8 @@ def softmax(x: torch.Tensor, dim: int = -1, *, dtype: torch.dtype | None = None,
     Args:
         x: a tensor of any shape (0-d and empty included) and any strides, float16, bfloat16 or
             float32 (float64 too, except on Ascend). Integer or bool tensors need ``dtype=``.
-        dim: the dim to normalise over; negative counts from the end.
+        dim: the dim to normalise over (an int, or an integer with ``__index__``); negative
+            counts from the end.
         dtype: output dtype; the input is cast to it first, as torch does. Default ``x.dtype``.
         temperature: a positive finite float; the kernels multiply each element by
             ``1 / temperature`` as they load it (float32 arithmetic, float64 for float64 output),
@@ -36,14 +37,16 @@ def softmax(x: torch.Tensor, dim: int = -1, *, dtype: torch.dtype | None = None,
     Returns:
         A new contiguous tensor of ``x.shape`` and dtype ``dtype or x.dtype`` on ``x``'s device
         (or ``out``). Differentiable (through the Triton backward kernels) when ``out`` is None.
+        Inside ``torch.autocast`` with no ``dtype``, the dtype torch's own softmax returns there
+        (float32 on CUDA). A ``meta`` tensor gives a ``meta`` result (shape and dtype only).
 
     Tensors on the device of the active Triton target (``npu``, ``cuda``) run the Triton kernels;
     CPU tensors run them under Triton's interpreter when ``TRITON_INTERPRET=1``, and otherwise
     fall back to torch (see ``npu_softmax.target_info()``).
 
     Raises:
-        TypeError: ``x``/``out`` is not a tensor, a dtype is not supported, or ``temperature`` is
-            not a number.
+        TypeError: ``x``/``out`` is not a tensor, or is sparse, nested or quantized, a dtype is
+            not supported, or ``temperature`` is not a number.
         ValueError: bad ``variant`` or ``temperature`` value, ``variant="tile"`` on rows
             longer than the target's one-block tile, or ``out`` has the wrong shape.
         IndexError: ``dim`` is out of range.
