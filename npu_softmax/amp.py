@@ -33,10 +33,12 @@ def output_dtype(x: torch.Tensor, dtype: torch.dtype | None, log: bool) -> torch
     if dtype is not None or not x.is_floating_point() or not _autocast_on(device_type):
         return dtype
     key = (device_type, x.dtype, torch.get_autocast_dtype(device_type), log)
-    found = None if torch.compiler.is_compiling() else _dtypes.get(key)
+    # While torch.compile traces, ask torch each time: the probe is traced, the dict is not.
+    compiling = torch.compiler.is_compiling()
+    found = None if compiling else _dtypes.get(key)
     if found is None:
         fn = torch.log_softmax if log else torch.softmax
         found = fn(torch.empty(0, dtype=x.dtype, device=x.device), -1).dtype
-        if not torch.compiler.is_compiling():
+        if not compiling:
             _dtypes[key] = found
     return None if found == x.dtype else found

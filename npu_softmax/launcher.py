@@ -337,9 +337,9 @@ class Launch:
             step(tensors, index)
 
 
-def _acc_dtype(out_dtype: torch.dtype) -> torch.dtype:
-    # The kernels' arithmetic (and the split variants' partial results): float32, or float64
-    # for float64 output.
+def acc_dtype(out_dtype: torch.dtype) -> torch.dtype:
+    """The kernels' arithmetic (and the split variants' partial results): float32, or float64
+    for float64 output."""
     return torch.float64 if out_dtype == torch.float64 else torch.float32
 
 
@@ -415,7 +415,7 @@ def prepare_softmax(x_dtype: torch.dtype, y_dtype: torch.dtype, device: torch.de
                   {**split, "EVICT": second, "LOG": log, "STORE_CACHE": be.output_cache},
                   options, be.dependent_launch),
         )
-        return Launch(p, device, steps, (2 * n_items, _acc_dtype(y_dtype)))
+        return Launch(p, device, steps, (2 * n_items, acc_dtype(y_dtype)))
     return Launch(p, device, steps)
 
 
@@ -444,7 +444,7 @@ def _column_forward(p: Plan, key: tuple, device: torch.device, layout: RowLayout
               {**split, "LOG": log, "EVICT": second, "STORE_CACHE": be.output_cache}, options,
               be.dependent_launch),
     )
-    return Launch(p, device, steps, (2 * n_items * p.block_m, _acc_dtype(y_dtype)))
+    return Launch(p, device, steps, (2 * n_items * p.block_m, acc_dtype(y_dtype)))
 
 
 def launch_softmax_backward(dy: torch.Tensor, y: torch.Tensor, dx: torch.Tensor,
@@ -505,7 +505,7 @@ def launch_softmax_backward(dy: torch.Tensor, y: torch.Tensor, dx: torch.Tensor,
                       {**split, "EVICT": second, "STORE_CACHE": be.output_cache}, options,
                       be.dependent_launch),
             )
-            scratch = (n_items * p.block_m, _acc_dtype(y.dtype))
+            scratch = (n_items * p.block_m, acc_dtype(y.dtype))
     else:
         n_items = layout.n_rows * p.n_splits
         cols = p.split_cols(layout.n_cols)
@@ -517,7 +517,7 @@ def launch_softmax_backward(dy: torch.Tensor, y: torch.Tensor, dx: torch.Tensor,
                   (*rows, cols, scale), {**writes, **split, "EVICT": second}, options,
                   be.dependent_launch),
         )
-        scratch = (n_items, _acc_dtype(y.dtype))
+        scratch = (n_items, acc_dtype(y.dtype))
     launch = Launch(p, dy.device, steps, scratch)
     launch(dy, y, dx)
     return launch

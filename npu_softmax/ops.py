@@ -78,7 +78,7 @@ def _divided(t: Tensor, temperature: float) -> Tensor:
     [1, 2) (a 0-d tensor: no overflow), then scaled by its power of two in steps float32
     holds, which is exact (beyond 2**300 either way every quotient is already inf or 0).
     """
-    acc = torch.float64 if t.dtype == torch.float64 else torch.float32
+    acc = launcher.acc_dtype(t.dtype)
     mantissa, exponent = math.frexp(temperature)
     q = t.to(acc) / torch.full((), 2 * mantissa, dtype=acc, device=t.device)
     shift = max(-300, min(300, 1 - exponent))
@@ -176,7 +176,7 @@ def _backward(grad: Tensor, output: Tensor, dim: int, input_dtype: torch.dtype,
     y = output.contiguous()
     exact = _fp32_scale_ok(y.dtype, temperature)
     # Where the temperature divides outside the kernels, they write float32 (float64) first.
-    dx_dtype = input_dtype if exact or input_dtype == torch.float64 else torch.float32
+    dx_dtype = input_dtype if exact else launcher.acc_dtype(input_dtype)
     dx = torch.empty(y.shape, dtype=dx_dtype, device=y.device)
     if dx.numel() == 0:
         return dx.to(input_dtype), None

@@ -15,6 +15,7 @@ from __future__ import annotations
 import math
 import re
 
+import pytest
 import torch
 
 #: (rtol, atol) of a probability rounded to each dtype, against float64.
@@ -71,6 +72,19 @@ def assert_close(actual: torch.Tensor, expected: torch.Tensor, dtype: torch.dtyp
     atol, rtol = TOL[dtype]
     torch.testing.assert_close(actual.detach().cpu().double(), expected.cpu().double(),
                                atol=atol * scale, rtol=rtol * scale, equal_nan=True)
+
+
+def autocast_or_skip(device: str, fast_dtype: torch.dtype) -> torch.autocast:
+    """``torch.autocast(device, dtype=fast_dtype)``, or a skip of the calling test where
+    autocast does not know the device type or does not take that dtype there."""
+    try:
+        ctx = torch.autocast(device, dtype=fast_dtype)
+    except RuntimeError:
+        pytest.skip(f"no autocast for {device}")
+    with ctx:
+        if not torch.is_autocast_enabled(device):
+            pytest.skip(f"no {fast_dtype} autocast on {device}")
+    return ctx
 
 
 def check_tile_refusal(error: ValueError, n_cols: int) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 import torch
-from _ref import assert_close, assert_softmax_close, reference, reference_grad
+from _ref import assert_close, assert_softmax_close, autocast_or_skip, reference, reference_grad
 
 import npu_softmax as ns
 from npu_softmax import eager, launcher, ops
@@ -48,12 +48,10 @@ def test_compile_under_autocast(kernel_device: str) -> None:
     """Inside ``torch.autocast`` a compiled call returns the dtype an eager call returns (torch's
     own: float32 on CUDA), with no graph break."""
     fast_dtype = torch.bfloat16
-    with torch.autocast(kernel_device, dtype=fast_dtype):
-        if not torch.is_autocast_enabled(kernel_device):
-            pytest.skip(f"no bfloat16 autocast on {kernel_device}")
+    autocast = autocast_or_skip(kernel_device, fast_dtype)
     compiled = torch.compile(lambda t: ns.log_softmax(t, -1), fullgraph=True)
     x = torch.randn(6, 129, device=kernel_device, dtype=fast_dtype)
-    with torch.autocast(kernel_device, dtype=fast_dtype):
+    with autocast:
         y, eager_y = compiled(x), ns.log_softmax(x, -1)
         assert y.dtype == eager_y.dtype == torch.log_softmax(x, -1).dtype
     assert_close(y, reference(x, -1, log=True, dtype=y.dtype), y.dtype)

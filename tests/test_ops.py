@@ -7,7 +7,15 @@ import math
 import pytest
 import torch
 import triton
-from _ref import DTYPES, VARIANTS, assert_close, check_tile_refusal, reference, reference_grad
+from _ref import (
+    DTYPES,
+    VARIANTS,
+    assert_close,
+    autocast_or_skip,
+    check_tile_refusal,
+    reference,
+    reference_grad,
+)
 
 import npu_softmax as ns
 from npu_softmax import eager, launcher
@@ -292,17 +300,6 @@ def test_modules(device: str, module: type, log: bool) -> None:
     assert_close(module(0)(x), reference(x, 0, log), torch.float32)
 
 
-def _autocast(device: str, fast_dtype: torch.dtype) -> torch.autocast:
-    try:
-        ctx = torch.autocast(device, dtype=fast_dtype)
-    except RuntimeError:  # a device type autocast does not know
-        pytest.skip(f"no autocast for {device}")
-    with ctx:
-        if not torch.is_autocast_enabled(device):  # the dtype is not one it takes there
-            pytest.skip(f"no {fast_dtype} autocast on {device}")
-    return ctx
-
-
 @pytest.mark.parametrize("name", FUNCS)
 @pytest.mark.parametrize("fast_dtype", [torch.float16, torch.bfloat16])
 @pytest.mark.filterwarnings("ignore::UserWarning")  # autocast's "dtype not supported" notes
@@ -317,7 +314,7 @@ def test_autocast_output_dtype_as_torch(device: str, name: str,
     torch_fn = torch.log_softmax if log else torch.softmax
     x = torch.randn(7, 301, device=device).to(fast_dtype).requires_grad_()
     assert fn(x.detach(), -1).dtype == fast_dtype  # kept outside autocast
-    with _autocast(device, fast_dtype):
+    with autocast_or_skip(device, fast_dtype):
         expected_dtype = torch_fn(x.detach(), -1).dtype
         for _ in range(2):
             y = fn(x.detach(), -1)

@@ -222,13 +222,13 @@ def test_a_device_that_is_not_the_current_one(kernel_device: str, variant: str |
     other = f"{kernel_device}:{1 if current == 0 else 0}"
     x = torch.randn(37, 3001, device=other, requires_grad=True)
     dy = torch.randn_like(x)
+    dim = 0 if variant == "cols" else 1
     for _ in range(2):  # the first call plans, the second repeats the kept launch
-        y = npu_softmax.softmax(x, 1 if variant != "cols" else 0, variant=variant)
+        y = npu_softmax.softmax(x, dim, variant=variant)
         assert y.device == x.device
-        assert_softmax_close(y, reference(x, 1 if variant != "cols" else 0))
+        assert_softmax_close(y, reference(x, dim))
     (dx,) = torch.autograd.grad(y, x, dy)
-    assert_close(dx, reference_grad(torch.softmax, x, dy, 0 if variant == "cols" else 1),
-                 torch.float32)
+    assert_close(dx, reference_grad(torch.softmax, x, dy, dim), torch.float32)
     out = torch.full((37, 3001), float("nan"), device=other)
     npu_softmax.log_softmax(x.detach(), -1, variant=variant, out=out)
     assert_close(out, reference(x, -1, log=True), torch.float32)
