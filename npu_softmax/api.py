@@ -3,13 +3,16 @@
 Each validates its arguments in plain Python (nothing here asks the Triton driver anything, so
 ``torch.compile`` traces these functions without a graph break) and calls a custom op from
 ``ops``. Eager calls skip the op's dispatch (``eager``): they run its body, autograd through a
-``torch.autograd.Function``, and a repeat of a call signature runs its kept launch. Supported
-dtypes: float16, bfloat16, float32, and float64 except on Ascend.
+``torch.autograd.Function``, and a repeat of a call signature runs its kept launch. Under
+``torch.fx.symbolic_trace`` a call becomes one node of the graph, which calls the function
+again when the graph runs. Supported dtypes: float16, bfloat16, float32, and float64 except on
+Ascend.
 """
 
 from __future__ import annotations
 
 import torch
+import torch.fx
 
 from . import amp, checks, eager, ops
 
@@ -97,6 +100,10 @@ def _dispatch(log: bool, x: torch.Tensor, dim: int, dtype: torch.dtype | None,
               temperature: float | None, variant: str | None,
               out: torch.Tensor | None) -> torch.Tensor:
     # The first call of a signature (or one that records autograd): checked, then kept.
+    node = _fx_node(log_softmax if log else softmax, (x, out), (x, dim),
+                    {"dtype": dtype, "temperature": temperature, "variant": variant, "out": out})
+    if node is not None:
+        return node
     fn = ops.op_name(log)
     checks.check_args(fn, x, dim, variant)
     if out is None:
@@ -125,6 +132,10 @@ def _dispatch(log: bool, x: torch.Tensor, dim: int, dtype: torch.dtype | None,
 
 def _inplace(log: bool, x: torch.Tensor, dim: int, temperature: float | None,
              variant: str | None) -> torch.Tensor:
+    node = _fx_node(log_softmax_ if log else softmax_, (x,), (x, dim),
+                    {"temperature": temperature, "variant": variant})
+    if node is not None:
+        return node
     fn = ops.op_name(log) + "_"
     checks.check_args(fn, x, dim, variant)
     if not x.is_floating_point():
@@ -140,6 +151,17 @@ def _inplace(log: bool, x: torch.Tensor, dim: int, temperature: float | None,
     else:
         (ops.log_softmax_ if log else ops.softmax_)(x, dim, t, variant)
     return x
+
+
+def _fx_node(fn: object, tensors: tuple[object, ...], args: tuple,
+             kwargs: dict[str, object]) -> torch.fx.Proxy | None:
+    # Where ``torch.fx.symbolic_trace`` passes a ``Proxy`` for a tensor, the call ``fn(*args,
+    # **kwargs)`` as a node of its graph (as ``torch.fx.wrap`` records a function): the checks
+    # and the kernels run when the graph runs, on real tensors. None for real calls.
+    for t in tensors:
+        if type(t) is not torch.Tensor and isinstance(t, torch.fx.Proxy):
+            return t.tracer.create_proxy("call_function", fn, args, kwargs)
+    return None
 
 
 def _no_grad(fn: str, x: torch.Tensor, out: torch.Tensor) -> None:

@@ -4,9 +4,9 @@ A call's signature is everything its launch depends on besides the data: the sha
 dtypes and device of its inputs, and its other arguments. The first call of a signature runs the
 checks, the layout and the plan (``ops``) and keeps the ``launcher.Launch`` it made; a later call
 with the same signature only allocates its output and starts the kernels, a few microseconds of
-host time instead of tens. Forward and backward calls are both kept. ``torch.compile`` tracing
-and tensor subclasses never come here (``plain``), and a signature whose first call needed a
-copy or a cast of an input is not kept.
+host time instead of tens. Forward and backward calls are both kept. ``torch.compile`` tracing,
+``torch.jit.trace`` and tensor subclasses never come here (``plain``), and a signature whose
+first call needed a copy or a cast of an input is not kept.
 """
 
 from __future__ import annotations
@@ -49,16 +49,19 @@ _calls: dict[tuple, _Call] = {}
 #: Whether any ``torch.autocast`` is on: its calls take the full path, which asks ``amp`` for
 #: the output dtype (bound once: a repeat call checks it).
 _any_autocast = torch._C._is_any_autocast_enabled
+#: Whether ``torch.jit.trace`` records the calls of this thread (bound once, as above).
+_jit_tracing = torch._C._is_tracing
 
 
 def plain(x: object) -> bool:
     """Whether a call on ``x`` may skip its custom op and run eagerly.
 
     The op's dispatch costs tens of microseconds of host time, more than a small kernel runs;
-    it is needed only for ``torch.compile``/export tracing and for tensor subclasses (fake
-    tensors), which still go through it.
+    it is needed only for ``torch.compile``/export tracing, for ``torch.jit.trace`` (which
+    records ops, never a Triton launch, and hands the planning code sizes as tensors) and for
+    tensor subclasses (fake tensors), which still go through it.
     """
-    return type(x) is torch.Tensor and not torch.compiler.is_compiling()
+    return type(x) is torch.Tensor and not torch.compiler.is_compiling() and not _jit_tracing()
 
 
 def transformed(x: torch.Tensor) -> bool:
@@ -103,7 +106,7 @@ def repeat_forward(x: object, dim: object, dtype: object, temperature: object, v
     ``records_grad`` and ``transformed`` spelt out inline, as this runs before every repeat
     call). None otherwise; the caller then takes the full path."""
     if (type(x) is not torch.Tensor or (x.requires_grad and torch.is_grad_enabled())
-            or torch.compiler.is_compiling() or _any_autocast()
+            or torch.compiler.is_compiling() or _any_autocast() or _jit_tracing()
             or torch._C._functorch.is_functorch_wrapped_tensor(x)):
         return None
     try:
