@@ -119,3 +119,17 @@ def test_double_backward(kernel_device: str, name: str, variant: str | None) -> 
     ref = reference_grad(torch_fn, x, dy, 1)
     torch.testing.assert_close(g_graph.detach().cpu(), ref)
     torch.testing.assert_close(g_kernel.cpu(), ref)
+
+
+@pytest.mark.parametrize("reentrant", [False, True])
+@pytest.mark.parametrize("name", FUNCS)
+def test_activation_checkpointing(device: str, name: str, reentrant: bool) -> None:
+    """Under ``torch.utils.checkpoint`` the forward runs again in the backward pass; the
+    gradient is the float64 one either way."""
+    fn, torch_fn = FUNCS[name]
+    x = torch.randn(6, 333, device=device, requires_grad=True)
+    dy = torch.randn(6, 333, device=device)
+    y = torch.utils.checkpoint.checkpoint(lambda t: fn(t, 0, temperature=0.8), x,
+                                          use_reentrant=reentrant)
+    y.backward(dy)
+    assert_close(x.grad, reference_grad(torch_fn, x, dy, 0, temperature=0.8), torch.float32)

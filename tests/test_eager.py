@@ -118,6 +118,28 @@ def test_autograd_after_a_kept_call(device: str, fresh_calls: dict) -> None:
     assert_softmax_close(y, reference(x, -1))
 
 
+def test_calls_under_inference_mode(device: str, fresh_calls: dict) -> None:
+    """Inside ``torch.inference_mode`` first and kept calls, out= and in place give torch's
+    results, and a signature kept there serves normal calls after it (and the reverse)."""
+    x = torch.randn(7, 301, device=device)
+    with torch.inference_mode():
+        for _ in range(2):
+            assert_softmax_close(npu_softmax.softmax(x, -1), reference(x, -1))
+        out = torch.full_like(x, float("nan"))
+        npu_softmax.log_softmax(x, 0, out=out)
+        assert_close(out, reference(x, 0, log=True), torch.float32)
+        inplace = x.clone()
+        npu_softmax.softmax_(inplace, 1)
+        assert_softmax_close(inplace, reference(x, 1))
+        assert_close(npu_softmax.log_softmax(x, 1), reference(x, 1, log=True), torch.float32)
+    fresh = torch.randn(7, 301, device=device)
+    assert_softmax_close(npu_softmax.softmax(fresh, -1), reference(fresh, -1))
+    npu_softmax.log_softmax(fresh, 1)  # kept outside, repeated inside
+    with torch.inference_mode():
+        assert_close(npu_softmax.log_softmax(fresh, 1), reference(fresh, 1, log=True),
+                     torch.float32)
+
+
 def test_kept_calls_are_bounded(device: str, fresh_calls: dict,
                                 monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(eager, "MAX_SIGNATURES", 3)
