@@ -28,9 +28,10 @@ def softmax(x: torch.Tensor, dim: int = -1, *, dtype: torch.dtype | None = None,
         dim: the dim to normalise over (an int, or an integer with ``__index__``); negative
             counts from the end.
         dtype: output dtype; the input is cast to it first, as torch does. Default ``x.dtype``.
-        temperature: a positive finite float; the kernels multiply each element by
-            ``1 / temperature`` as they load it (float32 arithmetic, float64 for float64 output),
-            so it costs no extra pass over memory. ``None`` means 1.
+        temperature: a positive finite real number (a Python float or int, or numpy's); the
+            kernels multiply each element by ``1 / temperature`` as they load it (float32
+            arithmetic, float64 for float64 output), so it costs no extra pass over memory.
+            ``None`` means 1.
         variant: force a kernel variant (``"tile"``, ``"online"``, ``"split"``, ``"cols"``)
             instead of the launcher's choice; for tests and benchmarks.
         out: write the result here and return it: a tensor of ``x``'s shape, the output dtype and
@@ -49,7 +50,7 @@ def softmax(x: torch.Tensor, dim: int = -1, *, dtype: torch.dtype | None = None,
 
     Raises:
         TypeError: ``x``/``out`` is not a tensor, or is sparse, nested or quantized, a dtype is
-            not supported, or ``temperature`` is not a number.
+            not supported, or ``temperature`` is not a real number (a tensor included).
         ValueError: bad ``variant`` or ``temperature`` value, ``variant="tile"`` on rows
             longer than the target's one-block tile, or ``out`` has the wrong shape.
         IndexError: ``dim`` is out of range.

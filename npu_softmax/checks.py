@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import math
+import numbers
 import operator
 
 import torch
@@ -64,12 +65,16 @@ def check_dtype_arg(fn: str, x: torch.Tensor, dtype: object) -> torch.dtype:
 
 
 def check_temperature(fn: str, temperature: object) -> float:
-    """``temperature`` as a float: positive and finite (None means 1)."""
+    """``temperature`` as a float: a real number (numpy's included), positive and finite (None
+    means 1)."""
     if temperature is None:
         return 1.0
-    if isinstance(temperature, bool) or not isinstance(temperature, (int, float)):
+    if isinstance(temperature, bool) or not (isinstance(temperature, (int, float))
+                                             or isinstance(temperature, numbers.Real)):
+        hint = (" (pass a Python number: temperature.item())"
+                if isinstance(temperature, torch.Tensor) else "")
         raise TypeError(f"{fn}: temperature must be a positive finite float, "
-                        f"got {type(temperature).__name__}")
+                        f"got {type(temperature).__name__}{hint}")
     # Comparisons rather than math.isfinite: under torch.compile a float argument may be a
     # symbolic float, which comparisons guard on and math.isfinite cannot take. NaN fails both.
     if not (0 < temperature < math.inf):

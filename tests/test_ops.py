@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from fractions import Fraction
 
 import pytest
 import torch
@@ -141,10 +142,27 @@ def test_temperature_values_rejected(device: str, name: str, bad: float) -> None
         fn(torch.randn(2, 3, device=device), temperature=bad)
 
 
-@pytest.mark.parametrize("bad", [True, "2", torch.tensor(2.0)])
+@pytest.mark.parametrize("bad", [True, "2", torch.tensor(2.0), 1j])
 def test_temperature_types_rejected(device: str, bad: object) -> None:
     with pytest.raises(TypeError, match="temperature"):
         ns.softmax(torch.randn(2, 3, device=device), temperature=bad)
+
+
+@pytest.mark.parametrize("name", FUNCS)
+def test_temperature_of_any_real_number_type(device: str, name: str) -> None:
+    """A temperature that is a real number of another type (numpy's float32, integers,
+    ``Fraction``) is its value, on first and repeat calls; numpy's bool and NaN are refused."""
+    np = pytest.importorskip("numpy")
+    fn, _, log = FUNCS[name]
+    x = torch.randn(6, 45, device=device) * 3
+    for t in (np.float32(0.625), np.float64(0.625), Fraction(5, 8), np.int64(2), 2):
+        for _ in range(2):  # the second call repeats the first's kept launch
+            assert_close(fn(x, -1, temperature=t), reference(x, -1, log, float(t)),
+                         torch.float32)
+    with pytest.raises(TypeError, match="temperature"):
+        fn(x, -1, temperature=np.bool_(True))
+    with pytest.raises(ValueError, match="temperature"):
+        fn(x, -1, temperature=np.float32("nan"))
 
 
 @pytest.mark.parametrize("name", FUNCS)
