@@ -236,3 +236,35 @@ def test_a_device_that_is_not_the_current_one(kernel_device: str, variant: str |
     npu_softmax.softmax_(z, -1, variant=variant)
     assert_softmax_close(z, reference(x, -1))
     assert module.current_device() == current
+
+
+@pytest.mark.parametrize("variant", [None, "split", "cols"])
+def test_calls_on_a_side_stream(kernel_device: str, variant: str | None) -> None:
+    """On a stream that is not the default one, every launch (first call and kept, forward,
+    backward, out=) goes on that stream: the stream holds the input's write back behind a sleep,
+    so a kernel started on another stream would read it before it is written."""
+    module = getattr(torch, kernel_device, None)
+    if module is None or not hasattr(module, "_sleep") or not hasattr(module, "Stream"):
+        pytest.skip(f"no streams or no device sleep for {kernel_device}")
+    src = torch.randn(37, 3001, device=kernel_device)
+    dy = torch.randn_like(src)
+    dim = 0 if variant == "cols" else 1
+    side = module.Stream()
+    side.wait_stream(module.current_stream())
+    results = []
+    with module.stream(side):
+        for _ in range(2):  # the first call plans, the second repeats the kept launch
+            x = torch.full_like(src, float("nan"))
+            module._sleep(20_000_000)  # about 10 ms of this stream's time before the write
+            x.copy_(src)
+            xg = x.clone().requires_grad_()
+            y = npu_softmax.softmax(xg, dim, variant=variant)
+            (dx,) = torch.autograd.grad(y, xg, dy)
+            out = torch.full_like(src, float("nan"))
+            npu_softmax.log_softmax(x, dim, variant=variant, out=out)
+            results.append((npu_softmax.softmax(x, dim, variant=variant), dx, out))
+    side.synchronize()
+    for probs, dx, out in results:
+        assert_softmax_close(probs, reference(src, dim))
+        assert_close(dx, reference_grad(torch.softmax, src, dy, dim), torch.float32)
+        assert_close(out, reference(src, dim, log=True), torch.float32)
