@@ -62,6 +62,8 @@ def softmax(x: torch.Tensor, dim: int = -1, *, dtype: torch.dtype | None = None,
         y = eager.repeat_forward(x, dim, dtype, temperature, variant, False)
         if y is not None:
             return y
+    elif eager.repeat_into(x, out, dim, dtype, temperature, variant, False):
+        return out
     return _dispatch(False, x, dim, dtype, temperature, variant, out)
 
 
@@ -77,6 +79,8 @@ def log_softmax(x: torch.Tensor, dim: int = -1, *, dtype: torch.dtype | None = N
         y = eager.repeat_forward(x, dim, dtype, temperature, variant, True)
         if y is not None:
             return y
+    elif eager.repeat_into(x, out, dim, dtype, temperature, variant, True):
+        return out
     return _dispatch(True, x, dim, dtype, temperature, variant, out)
 
 
@@ -88,12 +92,16 @@ def softmax_(x: torch.Tensor, dim: int = -1, *, temperature: float | None = None
     buffer is allocated (except for strides the kernels cannot address, a permuted 4-d view say,
     where the result goes through a temporary). No autograd.
     """
+    if eager.repeat_into(x, x, dim, None, temperature, variant, False):
+        return x
     return _inplace(False, x, dim, temperature, variant)
 
 
 def log_softmax_(x: torch.Tensor, dim: int = -1, *, temperature: float | None = None,
                  variant: str | None = None) -> torch.Tensor:
     """In-place ``log_softmax``; see ``softmax_``."""
+    if eager.repeat_into(x, x, dim, None, temperature, variant, True):
+        return x
     return _inplace(True, x, dim, temperature, variant)
 
 
@@ -123,7 +131,10 @@ def _dispatch(log: bool, x: torch.Tensor, dim: int, dtype: torch.dtype | None,
         # Under torch.func.vmap: the batch's result, copied in by torch's batched copy.
         return out.copy_(ops.checked_forward(x, wrapped, out_dtype, t, log, variant))
     if eager.plain(x):
-        ops.run_out(x, out, wrapped, t, log, variant)
+        # Kept under the arguments as given, the key ``eager.repeat_into`` looks up.
+        key = (eager.into_signature(x, out, dim, dtype, temperature, variant, log)
+               if type(out) is torch.Tensor else None)
+        ops.run_out(x, out, wrapped, t, log, variant, key)
     elif out is x:
         (ops.log_softmax_ if log else ops.softmax_)(x, wrapped, t, variant)
     else:
@@ -144,13 +155,14 @@ def _inplace(log: bool, x: torch.Tensor, dim: int, temperature: float | None,
     checks.check_out(fn, x, x, x.dtype)
     _no_grad(fn, x, x)
     t = checks.check_temperature(fn, temperature)
-    dim = checks.wrap_dim(dim, x.dim())
+    wrapped = checks.wrap_dim(dim, x.dim())
     if eager.transformed(x):
-        return x.copy_(ops.checked_forward(x, dim, x.dtype, t, log, variant))
+        return x.copy_(ops.checked_forward(x, wrapped, x.dtype, t, log, variant))
     if eager.plain(x):
-        ops.run_out(x, x, dim, t, log, variant)
+        key = eager.into_signature(x, x, dim, None, temperature, variant, log)
+        ops.run_out(x, x, wrapped, t, log, variant, key)
     else:
-        (ops.log_softmax_ if log else ops.softmax_)(x, dim, t, variant)
+        (ops.log_softmax_ if log else ops.softmax_)(x, wrapped, t, variant)
     return x
 
 

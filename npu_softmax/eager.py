@@ -4,7 +4,8 @@ A call's signature is everything its launch depends on besides the data: the sha
 dtypes and device of its inputs, and its other arguments. The first call of a signature runs the
 checks, the layout and the plan (``ops``) and keeps the ``launcher.Launch`` it made; a later call
 with the same signature only allocates its output and starts the kernels, a few microseconds of
-host time instead of tens. Forward and backward calls are both kept. ``torch.compile`` tracing,
+host time instead of tens. Forward and backward calls are both kept, and out= and in-place
+calls keep their launch alone (``repeat_into``). ``torch.compile`` tracing,
 ``torch.jit.trace`` and tensor subclasses never come here (``plain``), and a signature whose
 first call needed a copy or a cast of an input is not kept.
 """
@@ -45,7 +46,9 @@ class _Call:
         return out
 
 
-_calls: dict[tuple, _Call] = {}
+#: Kept calls by signature: a ``_Call`` per forward or backward signature, the ``Launch`` itself
+#: per out= or in-place signature (``into_signature``: keys of their own length).
+_calls: dict[tuple, _Call | Launch] = {}
 #: Whether any ``torch.autocast`` is on: its calls take the full path, which asks ``amp`` for
 #: the output dtype (bound once: a repeat call checks it).
 _any_autocast = torch._C._is_any_autocast_enabled
@@ -116,6 +119,50 @@ def repeat_forward(x: object, dim: object, dtype: object, temperature: object, v
         # sparse CSR): the checks will report it.
         return None
     return None if call is None else call(x)
+
+
+def into_signature(x: torch.Tensor, out: torch.Tensor, dim: object, dtype: object,
+                   temperature: object, variant: object, log: bool) -> tuple:
+    """The key of a public out= or in-place call (``out`` is ``x`` in place):
+    ``forward_signature`` with ``out``'s shape, strides, dtype, device and layout, and whether
+    ``out`` is ``x``."""
+    return (*forward_signature(x, dim, dtype, temperature, variant, log), out.shape,
+            out.stride(), out.dtype, out.device, out.layout, out is x, "into")
+
+
+def repeat_into(x: object, out: object, dim: object, dtype: object, temperature: object,
+                variant: object, log: bool) -> bool:
+    """Run the kept launch of a public out= or in-place call and return True when its
+    ``into_signature`` is kept and the call may skip the checks: plain tensors that autograd
+    does not record, no ``torch.func`` transform, no tracing, and ``out`` either ``x`` itself
+    or in other memory (two views of one storage take the full path, which checks that they
+    do not overlap partially). False otherwise; the caller then takes the full path."""
+    if (type(x) is not torch.Tensor or type(out) is not torch.Tensor
+            or (torch.is_grad_enabled() and (x.requires_grad or out.requires_grad))
+            or torch.compiler.is_compiling() or _jit_tracing()
+            or torch._C._functorch.is_functorch_wrapped_tensor(x)
+            or torch._C._functorch.is_functorch_wrapped_tensor(out)):
+        return False
+    try:
+        launch = _calls.get(into_signature(x, out, dim, dtype, temperature, variant, log))
+    except (TypeError, RuntimeError):
+        return False
+    # Storages are read only for a kept signature: dense tensors on a served device.
+    if launch is None or (out is not x and x.untyped_storage().data_ptr()
+                          == out.untyped_storage().data_ptr()):
+        return False
+    launch(x, out)
+    return True
+
+
+def remember_into(key: tuple, launch: Launch | None) -> None:
+    """Keep the ``launch`` of an out= or in-place call for its ``into_signature`` ``key``;
+    nothing when the call could not launch on its tensors as given (``launch`` None)."""
+    if launch is None:
+        return
+    if len(_calls) >= MAX_SIGNATURES:
+        _calls.clear()
+    _calls[key] = launch
 
 
 def repeat(key: tuple, *inputs: torch.Tensor) -> torch.Tensor | None:

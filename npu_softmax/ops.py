@@ -138,13 +138,17 @@ def run_forward(x: Tensor, dim: int, out_dtype: torch.dtype, temperature: float,
 
 
 def run_out(x: Tensor, out: Tensor, dim: int, temperature: float, log: bool,
-            variant: Optional[str]) -> None:
-    """The out= and in-place ops' body (``out`` may be ``x``)."""
+            variant: Optional[str], key: Optional[tuple] = None) -> None:
+    """The out= and in-place ops' body (``out`` may be ``x``). With ``key``, the call's
+    ``eager.into_signature``, a launch that ran on ``x`` and ``out`` as given is kept under
+    it."""
     fn = op_name(log)
     checks.check_target(fn, x, out.dtype)
     if out is not x:
         checks.check_no_partial_overlap(fn, x, out)
-    forward_into(x, out, dim, temperature, log, variant)
+    launch = forward_into(x, out, dim, temperature, log, variant)
+    if key is not None:
+        eager.remember_into(key, launch)
 
 
 def backward(grad: Tensor, output: Tensor, dim: int, input_dtype: torch.dtype,
@@ -340,9 +344,15 @@ def _define(log: bool) -> tuple:
     base = "log_softmax" if log else "softmax"
     fn = op_name(log)
 
+    # The ops' bodies keep their launches per call signature as eager calls do, so that a
+    # compiled graph's repeat calls skip the planning too (host time).
     def forward(x: Tensor, dim: int, dtype: Optional[torch.dtype] = None,
                 temperature: float = 1.0, variant: Optional[str] = None) -> Tensor:
-        return run_forward(x, dim, dtype or x.dtype, temperature, log, variant)[0]
+        out_dtype = dtype or x.dtype
+        if type(x) is not Tensor:
+            return run_forward(x, dim, out_dtype, temperature, log, variant)[0]
+        key = eager.forward_signature(x, dim, out_dtype, temperature, variant, log)
+        return eager_forward(key, x, dim, out_dtype, temperature, log, variant)
 
     def forward_fake(x: Tensor, dim: int, dtype: Optional[torch.dtype] = None,
                      temperature: float = 1.0, variant: Optional[str] = None) -> Tensor:
@@ -357,16 +367,25 @@ def _define(log: bool) -> tuple:
                   temperature: float = 1.0, variant: Optional[str] = None) -> Tensor:
         return output.new_empty(output.shape, dtype=input_dtype)
 
+    def into(x: Tensor, out: Tensor, dim: int, temperature: float,
+             variant: Optional[str]) -> None:
+        if eager.repeat_into(x, out, dim, None, temperature, variant, log):
+            return
+        plain = type(x) is Tensor and type(out) is Tensor
+        key = eager.into_signature(x, out, dim, None, temperature, variant, log) if plain \
+            else None
+        run_out(x, out, dim, temperature, log, variant, key)
+
     def out_op(x: Tensor, dim: int, temperature: float, variant: Optional[str],
                out: Tensor) -> None:
-        run_out(x, out, dim, temperature, log, variant)
+        into(x, out, dim, temperature, variant)
 
     def out_fake(x: Tensor, dim: int, temperature: float, variant: Optional[str],
                  out: Tensor) -> None:
         checks.check_target(fn, x, out.dtype)
 
     def inplace(x: Tensor, dim: int, temperature: float, variant: Optional[str]) -> None:
-        run_out(x, x, dim, temperature, log, variant)
+        into(x, x, dim, temperature, variant)
 
     def inplace_fake(x: Tensor, dim: int, temperature: float, variant: Optional[str]) -> None:
         checks.check_target(fn, x, x.dtype)

@@ -10,7 +10,7 @@ import torch
 from _ref import assert_close, assert_softmax_close, reference, reference_grad
 
 import npu_softmax
-from npu_softmax import eager, launcher
+from npu_softmax import eager, launcher, ops
 from npu_softmax.checks import supported_dtypes
 
 VARIANTS = [None, "tile", "online", "split"]
@@ -54,6 +54,82 @@ def test_repeat_calls_reuse_the_launch(kernel_device: str, fresh_calls: dict, va
             poisoned = torch.full(shape, float("nan"), dtype=dtype, device=kernel_device)
             call.launch(x, poisoned)
             assert_close(poisoned, reference(x, -1, log), dtype)
+
+
+@pytest.mark.parametrize("log", [False, True])
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_repeat_out_and_in_place_calls_reuse_the_launch(kernel_device: str, fresh_calls: dict,
+                                                        variant: str | None, log: bool,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """out= and in-place calls keep their launch too: a repeat plans nothing, writes every
+    element of an out= poisoned with NaN, and is right on new data; ``softmax(x, out=x)``
+    repeats the launch of ``softmax_(x)``."""
+    fn = npu_softmax.log_softmax if log else npu_softmax.softmax
+    fn_ = npu_softmax.log_softmax_ if log else npu_softmax.softmax_
+    shape = (9, 3001)
+    x = torch.randn(shape, device=kernel_device)
+    fn(x, -1, variant=variant, out=torch.empty_like(x))
+    fn_(x.clone(), -1, variant=variant, temperature=0.5)
+    assert len(fresh_calls) == 2
+    with monkeypatch.context() as m:
+        _no_planning(m)
+        for _ in range(2):
+            x = torch.randn(shape, device=kernel_device) * 4
+            out = torch.full_like(x, float("nan"))
+            assert fn(x, -1, variant=variant, out=out) is out
+            assert_close(out, reference(x, -1, log), torch.float32)
+            y = x.clone()
+            assert fn_(y, -1, variant=variant, temperature=0.5) is y
+            assert_close(y, reference(x, -1, log, 0.5), torch.float32)
+            y = x.clone()
+            fn(y, -1, variant=variant, temperature=0.5, out=y)
+            assert_close(y, reference(x, -1, log, 0.5), torch.float32)
+    assert len(fresh_calls) == 2
+
+
+def test_repeat_out_calls_still_check_arguments(device: str, fresh_calls: dict) -> None:
+    """A kept out= or in-place signature never lets through a call its first call would refuse:
+    an out= that overlaps the input partially (the same strides, one storage), one that
+    requires grad, an input that requires grad in place, another dtype of out."""
+    buf = torch.randn(4 * 640, device=device)
+    x, apart, overlapping = buf[:640].view(10, 64), buf[640:1280].view(10, 64), \
+        buf[32:672].view(10, 64)
+    npu_softmax.softmax(x, -1, out=apart)
+    assert_softmax_close(apart, reference(x, -1))
+    with pytest.raises(RuntimeError, match="overlaps"):
+        npu_softmax.softmax(x, -1, out=overlapping)
+    out = torch.empty(10, 64, device=device)
+    npu_softmax.softmax(x, -1, out=out)
+    with pytest.raises(RuntimeError, match="autograd"):
+        npu_softmax.softmax(x, -1, out=out.clone().requires_grad_())
+    with pytest.raises(TypeError, match="dtype"):
+        npu_softmax.softmax(x, -1, out=out.double())
+    y = x.clone()
+    npu_softmax.softmax_(y, 0)
+    with pytest.raises(RuntimeError, match="autograd"):
+        npu_softmax.softmax_(y.clone().requires_grad_(), 0)
+    with pytest.raises(TypeError, match="dim must be an int"):
+        npu_softmax.softmax_(y, False)
+
+
+def test_op_bodies_keep_their_launch(kernel_device: str, fresh_calls: dict,
+                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """The custom ops' bodies (what a compiled graph calls) keep their launches per signature:
+    their repeat calls plan nothing and are right on new data."""
+    x = torch.randn(7, 500, device=kernel_device)
+    ops.softmax(x, 1, None, 0.5, None)
+    ops.log_softmax_out(x, 0, 1.0, None, torch.empty_like(x))
+    ops.softmax_(x.clone(), 1, 2.0, None)
+    with monkeypatch.context() as m:
+        _no_planning(m)
+        x = torch.randn(7, 500, device=kernel_device)
+        assert_softmax_close(ops.softmax(x, 1, None, 0.5, None), reference(x, 1, temperature=0.5))
+        out = torch.full_like(x, float("nan"))
+        ops.log_softmax_out(x, 0, 1.0, None, out)
+        assert_close(out, reference(x, 0, log=True), torch.float32)
+        y = x.clone()
+        ops.softmax_(y, 1, 2.0, None)
+        assert_softmax_close(y, reference(x, 1, temperature=2.0))
 
 
 @pytest.mark.parametrize("variant", VARIANTS)
