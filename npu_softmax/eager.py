@@ -122,21 +122,23 @@ def repeat_forward(x: object, dim: object, dtype: object, temperature: object, v
 
 
 def into_signature(x: torch.Tensor, out: torch.Tensor, dim: object, dtype: object,
-                   temperature: object, variant: object, log: bool) -> tuple:
+                   temperature: object, variant: object, log: bool, tag: str = "into") -> tuple:
     """The key of a public out= or in-place call (``out`` is ``x`` in place):
     ``forward_signature`` with ``out``'s shape, strides, dtype, device and layout, and whether
-    ``out`` is ``x``."""
+    ``out`` is ``x``. ``tag`` keeps callers that check other things apart (the custom ops'
+    bodies, which trust their caller's checks, use their own)."""
     return (*forward_signature(x, dim, dtype, temperature, variant, log), out.shape,
-            out.stride(), out.dtype, out.device, out.layout, out is x, "into")
+            out.stride(), out.dtype, out.device, out.layout, out is x, tag)
 
 
 def repeat_into(x: object, out: object, dim: object, dtype: object, temperature: object,
-                variant: object, log: bool) -> bool:
+                variant: object, log: bool, tag: str = "into") -> bool:
     """Run the kept launch of a public out= or in-place call and return True when its
-    ``into_signature`` is kept and the call may skip the checks: plain tensors that autograd
-    does not record, no ``torch.func`` transform, no tracing, and ``out`` either ``x`` itself
-    or in other memory (two views of one storage take the full path, which checks that they
-    do not overlap partially). False otherwise; the caller then takes the full path."""
+    ``into_signature`` (with ``tag``) is kept and the call may skip the checks: plain tensors
+    that autograd does not record, no ``torch.func`` transform, no tracing, and ``out`` either
+    ``x`` itself or in other memory (two views of one storage take the full path, which checks
+    that they do not overlap partially). False otherwise; the caller then takes the full
+    path."""
     if (type(x) is not torch.Tensor or type(out) is not torch.Tensor
             or (torch.is_grad_enabled() and (x.requires_grad or out.requires_grad))
             or torch.compiler.is_compiling() or _jit_tracing()
@@ -144,7 +146,7 @@ def repeat_into(x: object, out: object, dim: object, dtype: object, temperature:
             or torch._C._functorch.is_functorch_wrapped_tensor(out)):
         return False
     try:
-        launch = _calls.get(into_signature(x, out, dim, dtype, temperature, variant, log))
+        launch = _calls.get(into_signature(x, out, dim, dtype, temperature, variant, log, tag))
     except (TypeError, RuntimeError):
         return False
     # Storages are read only for a kept signature: dense tensors on a served device.

@@ -345,13 +345,15 @@ def _define(log: bool) -> tuple:
     fn = op_name(log)
 
     # The ops' bodies keep their launches per call signature as eager calls do, so that a
-    # compiled graph's repeat calls skip the planning too (host time).
+    # compiled graph's repeat calls skip the planning too (host time). Under keys of their
+    # own ("op"): an op trusts its caller's checks, so its kept launch must never serve a
+    # public call, which checks more.
     def forward(x: Tensor, dim: int, dtype: Optional[torch.dtype] = None,
                 temperature: float = 1.0, variant: Optional[str] = None) -> Tensor:
         out_dtype = dtype or x.dtype
         if type(x) is not Tensor:
             return run_forward(x, dim, out_dtype, temperature, log, variant)[0]
-        key = eager.forward_signature(x, dim, out_dtype, temperature, variant, log)
+        key = (*eager.forward_signature(x, dim, out_dtype, temperature, variant, log), "op")
         return eager_forward(key, x, dim, out_dtype, temperature, log, variant)
 
     def forward_fake(x: Tensor, dim: int, dtype: Optional[torch.dtype] = None,
@@ -369,11 +371,11 @@ def _define(log: bool) -> tuple:
 
     def into(x: Tensor, out: Tensor, dim: int, temperature: float,
              variant: Optional[str]) -> None:
-        if eager.repeat_into(x, out, dim, None, temperature, variant, log):
+        if eager.repeat_into(x, out, dim, None, temperature, variant, log, "op"):
             return
         plain = type(x) is Tensor and type(out) is Tensor
-        key = eager.into_signature(x, out, dim, None, temperature, variant, log) if plain \
-            else None
+        key = eager.into_signature(x, out, dim, None, temperature, variant, log, "op") \
+            if plain else None
         run_out(x, out, dim, temperature, log, variant, key)
 
     def out_op(x: Tensor, dim: int, temperature: float, variant: Optional[str],

@@ -132,6 +132,18 @@ def test_op_bodies_keep_their_launch(kernel_device: str, fresh_calls: dict,
         assert_softmax_close(y, reference(x, 1, temperature=2.0))
 
 
+def test_op_launches_never_serve_public_calls(device: str, fresh_calls: dict) -> None:
+    """An op trusts its caller's checks: what it keeps from arguments the public functions
+    refuse (an out= wider than the result's dtype) leaves those refused."""
+    x = torch.randn(3, 40, device=device).half()
+    wide = torch.empty(3, 40, device=device)
+    ops.softmax_out(x, 1, 1.0, None, wide)
+    ops.softmax_out(x, 1, 1.0, None, wide)
+    for _ in range(2):
+        with pytest.raises(TypeError, match="out has dtype"):
+            npu_softmax.softmax(x, 1, temperature=1.0, out=wide)
+
+
 @pytest.mark.parametrize("variant", VARIANTS)
 def test_repeat_calls_on_misaligned_views(kernel_device: str, fresh_calls: dict,
                                           variant: str | None) -> None:
