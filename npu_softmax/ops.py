@@ -50,9 +50,15 @@ def _as_rows(t: Tensor) -> Tensor:
     return t.reshape(1) if t.dim() == 0 else t
 
 
-def _narrows(src: torch.dtype, dst: torch.dtype) -> bool:
-    """Whether casting ``src`` to ``dst`` can round (float32 -> bfloat16, float16 <-> bfloat16)."""
-    return src != dst and torch.promote_types(src, dst) != dst
+#: Input dtypes the kernels load (and widen as they load).
+_LOADED = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
+
+
+def _cast_first(src: torch.dtype, dst: torch.dtype) -> bool:
+    """Whether an input of ``src`` is cast to the output dtype ``dst`` before the kernels: it is
+    not a float the kernels load (integers, float8 with ``dtype=``), or the cast can round
+    (float32 -> bfloat16, float16 <-> bfloat16)."""
+    return src not in _LOADED or (src != dst and torch.promote_types(src, dst) != dst)
 
 
 _FLOAT32 = torch.finfo(torch.float32)
@@ -105,7 +111,7 @@ def forward_into(x: Tensor, y: Tensor, dim: int, temperature: float, log: bool,
         y.copy_(fn(x.to(y.dtype) / temperature, dim))
         return None
     as_given = True
-    if not x.is_floating_point() or _narrows(x.dtype, y.dtype):
+    if _cast_first(x.dtype, y.dtype):
         # The kernels only widen on load; a narrowing dtype= rounds in torch first, as
         # torch.softmax does (and Triton's interpreter would truncate bfloat16 instead).
         x, as_given = x.to(y.dtype), False

@@ -20,6 +20,7 @@ from _ref import (
 
 import npu_softmax as ns
 from npu_softmax import eager, launcher
+from npu_softmax.checks import supported_dtypes
 from npu_softmax.layout import row_layout
 
 FUNCS = {"softmax": (ns.softmax, ns.softmax_, False),
@@ -191,6 +192,22 @@ def test_empty_and_0d(device: str, name: str, shape: tuple, dim: int) -> None:
     y = fn(x.to(device), dim)
     assert y.shape == x.shape
     torch.testing.assert_close(y.cpu(), torch_fn(x, dim))
+
+
+@pytest.mark.parametrize("name", FUNCS)
+def test_float8_inputs_take_a_dtype(device: str, name: str) -> None:
+    """float8 inputs with ``dtype=`` are cast first, as torch.softmax does them; without it
+    they are refused, as torch refuses them (torch has no float8 softmax)."""
+    fn, _, log = FUNCS[name]
+    for fp8 in (torch.float8_e4m3fn, torch.float8_e5m2):
+        try:
+            x = (torch.randn(9, 70, device=device) * 3).to(fp8)
+        except (RuntimeError, TypeError):
+            pytest.skip(f"no {fp8} tensors on {device}")
+        for dtype in supported_dtypes(torch.device(device)):
+            assert_close(fn(x, -1, dtype=dtype), reference(x, -1, log, dtype=dtype), dtype)
+        with pytest.raises(TypeError, match="not supported"):
+            fn(x, -1)
 
 
 def test_dtype_argument(device: str) -> None:
