@@ -103,7 +103,7 @@ def test_repeat_out_calls_still_check_arguments(device: str, fresh_calls: dict) 
     with pytest.raises(RuntimeError, match="autograd"):
         npu_softmax.softmax(x, -1, out=out.clone().requires_grad_())
     with pytest.raises(TypeError, match="dtype"):
-        npu_softmax.softmax(x, -1, out=out.double())
+        npu_softmax.softmax(x, -1, out=out.half())
     y = x.clone()
     npu_softmax.softmax_(y, 0)
     with pytest.raises(RuntimeError, match="autograd"):
