@@ -24,7 +24,8 @@ def softmax(x: torch.Tensor, dim: int = -1, *, dtype: torch.dtype | None = None,
 
     Args:
         x: a tensor of any shape (0-d and empty included) and any strides, float16, bfloat16 or
-            float32 (float64 too, except on Ascend). Integer, bool and float8 tensors need ``dtype=``.
+            float32 (float64 too, except on Ascend). Integer, bool and float8 tensors need
+            ``dtype=``.
         dim: the dim to normalise over (an int, or an integer with ``__index__``); negative
             counts from the end.
         dtype: output dtype; the input is cast to it first, as torch does. Default ``x.dtype``.

@@ -21,8 +21,9 @@ a shape and dtype) run torch's own softmax, so every device the public API accep
 implementation.
 
 Eager calls from ``api`` skip the op's dispatch (``checked_forward``): ``eager_forward`` runs
-the op's body, under a ``torch.autograd.Function`` when autograd records the call. Forward and
-backward bodies keep their launch per call signature (``eager``). Calls on a ``torch.func``
+the op's body, under a ``torch.autograd.Function`` when autograd records the call. Forward,
+backward, out= and in-place bodies keep their launch per call signature (``eager``), the ops'
+own calls (a compiled graph's) under keys of their own. Calls on a ``torch.func``
 transform's tensors (``vmap``, ``grad``, ``jvp`` and what is built on them) go through a
 second ``torch.autograd.Function`` whose transform rules run the kernels on the unwrapped
 batch; a tensor batched at the innermost ``vmap`` level is unwrapped directly (``batching``),
