@@ -160,11 +160,8 @@ def repeat_into(x: object, out: object, dim: object, dtype: object, temperature:
 def remember_into(key: tuple, launch: Launch | None) -> None:
     """Keep the ``launch`` of an out= or in-place call for its ``into_signature`` ``key``;
     nothing when the call could not launch on its tensors as given (``launch`` None)."""
-    if launch is None:
-        return
-    if len(_calls) >= MAX_SIGNATURES:
-        _calls.clear()
-    _calls[key] = launch
+    if launch is not None:
+        _keep(key, launch)
 
 
 def repeat(key: tuple, *inputs: torch.Tensor) -> torch.Tensor | None:
@@ -182,8 +179,12 @@ def remember(key: tuple, inputs: tuple[torch.Tensor, ...], out: torch.Tensor,
     """Keep the ``launch`` that wrote ``out`` (a new contiguous tensor) from ``inputs`` for
     signature ``key``; nothing when the first call could not launch on its tensors as given
     (``launch`` None)."""
-    if launch is None:
-        return
+    if launch is not None:
+        _keep(key, _Call(inputs, out, launch))
+
+
+def _keep(key: tuple, kept: _Call | Launch) -> None:
+    # At most MAX_SIGNATURES kept; past that the cache starts again.
     if len(_calls) >= MAX_SIGNATURES:
         _calls.clear()
-    _calls[key] = _Call(inputs, out, launch)
+    _calls[key] = kept
