@@ -69,8 +69,7 @@ def check_temperature(fn: str, temperature: object) -> float:
     means 1)."""
     if temperature is None:
         return 1.0
-    if isinstance(temperature, bool) or not (isinstance(temperature, (int, float))
-                                             or isinstance(temperature, numbers.Real)):
+    if isinstance(temperature, bool) or not isinstance(temperature, numbers.Real):
         hint = (" (pass a Python number: temperature.item())"
                 if isinstance(temperature, torch.Tensor) else "")
         raise TypeError(f"{fn}: temperature must be a positive finite float, "
