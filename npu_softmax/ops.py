@@ -1,4 +1,4 @@
-"""The ``torch.library`` custom ops behind the public functions.
+"""The custom ops behind the public functions (defined on torch's dispatcher by ``registry``).
 
 =====================================================  =========================================
 ``npu_softmax::softmax(x, dim, dtype, temperature, variant) -> Tensor``       forward, autograd
@@ -13,7 +13,9 @@
 
 Each has a fake kernel (shapes and dtypes only) so ``torch.compile`` traces through it without a
 graph break; the forwards have autograd through the backward ops, which run the Triton backward
-kernels (no double backward through the ops; eager calls have it, see ``_EagerAutograd``).
+kernels (no double backward through the ops; eager calls have it, see ``_EagerAutograd``). The
+out= and in-place ops refuse arguments that require grad and bump the version of the tensor
+they write.
 ``dim`` is already wrapped to ``[0, ndim)`` by the caller; the ops check dtypes and devices
 against the Triton target (inside the op, so tracing never sees the driver lookup). Tensors on
 a device the kernels do not serve (CPU without the interpreter; meta, whose results have only
@@ -35,7 +37,7 @@ from typing import Optional
 
 import torch
 
-from . import batching, checks, eager, launcher
+from . import batching, checks, eager, launcher, registry
 from .layout import row_layout
 
 Tensor = torch.Tensor
@@ -399,26 +401,41 @@ def _define(log: bool) -> tuple:
     def inplace_fake(x: Tensor, dim: int, temperature: float, variant: Optional[str]) -> None:
         checks.check_target(fn, x, x.dtype)
 
-    fwd_op = torch.library.custom_op(f"npu_softmax::{base}", forward, mutates_args=())
-    fwd_op.register_fake(forward_fake)
-    bwd_op = torch.library.custom_op(f"npu_softmax::{base}_backward", grad, mutates_args=())
-    bwd_op.register_fake(grad_fake)
-    o_op = torch.library.custom_op(f"npu_softmax::{base}_out", out_op, mutates_args=("out",))
-    o_op.register_fake(out_fake)
-    i_op = torch.library.custom_op(f"npu_softmax::{base}_", inplace, mutates_args=("x",))
-    i_op.register_fake(inplace_fake)
+    bwd_op = registry.define(
+        f"{base}_backward", "(Tensor grad, Tensor output, SymInt dim, ScalarType input_dtype, "
+        "float temperature=1., str? variant=None) -> Tensor", grad, grad_fake)
+    o_op = registry.define(
+        f"{base}_out", "(Tensor x, SymInt dim, float temperature, str? variant, "
+        "Tensor(a4!) out) -> ()", out_op, out_fake, mutated=4)
+    i_op = registry.define(
+        f"{base}_", "(Tensor(a0!) x, SymInt dim, float temperature, str? variant) -> ()",
+        inplace, inplace_fake, mutated=0)
 
-    def setup_context(ctx, inputs: tuple, output: Tensor) -> None:  # noqa: ANN001
-        x, dim, _, temperature, variant = inputs
-        ctx.save_for_backward(output)
-        ctx.dim, ctx.x_dtype, ctx.temperature, ctx.variant = dim, x.dtype, temperature, variant
+    class OpAutograd(torch.autograd.Function):
+        # The forward op where autograd records it; its gradient is the backward op's.
+        @staticmethod
+        def forward(ctx: torch.autograd.function.FunctionCtx, below: torch.DispatchKeySet,
+                    x: Tensor, dim: int, dtype: Optional[torch.dtype], temperature: float,
+                    variant: Optional[str]) -> Tensor:
+            y = registry.redispatch(fwd_op, below, x, dim, dtype, temperature, variant)
+            ctx.save_for_backward(y)
+            ctx.args = (dim, x.dtype, temperature, variant)
+            return y
 
-    def autograd_backward(ctx, dy: Tensor) -> tuple:  # noqa: ANN001
-        (y,) = ctx.saved_tensors
-        dx = bwd_op(_dense(dy), y, ctx.dim, ctx.x_dtype, ctx.temperature, ctx.variant)
-        return dx, None, None, None, None
+        @staticmethod
+        def backward(ctx: torch.autograd.function.FunctionCtx, dy: Tensor) -> tuple:
+            (y,) = ctx.saved_tensors
+            dim, x_dtype, temperature, variant = ctx.args
+            return None, bwd_op(_dense(dy), y, dim, x_dtype, temperature, variant), *[None] * 4
 
-    fwd_op.register_autograd(autograd_backward, setup_context=setup_context)
+    def grad_fn(below: torch.DispatchKeySet, x: Tensor, dim: int,
+                dtype: Optional[torch.dtype] = None, temperature: float = 1.0,
+                variant: Optional[str] = None) -> Tensor:
+        return OpAutograd.apply(below, x, dim, dtype, temperature, variant)
+
+    fwd_op = registry.define(
+        base, "(Tensor x, SymInt dim, ScalarType? dtype=None, float temperature=1., "
+        "str? variant=None) -> Tensor", forward, forward_fake, grad_fn)
     return fwd_op, bwd_op, o_op, i_op
 
 

@@ -30,6 +30,52 @@ def test_opcheck(kernel_device: str) -> None:
         torch.library.opcheck(op, (x.detach().clone(), 0, 3.0, "split"))
 
 
+_OPS = {"softmax": (ops.softmax, ops.softmax_backward, ops.softmax_out, ops.softmax_, False),
+        "log_softmax": (ops.log_softmax, ops.log_softmax_backward, ops.log_softmax_out,
+                        ops.log_softmax_, True)}
+
+
+@pytest.mark.parametrize("name", _OPS)
+def test_ops_autograd_and_versions(kernel_device: str, name: str) -> None:
+    """What the ops do for autograd when called directly (as a compiled graph or a trace calls
+    them): the forward op's gradient is the kernels'; the gradient op's result refuses a second
+    backward; the out= and in-place ops refuse arguments that require grad and bump the version
+    of the tensor they write, so autograd refuses a gradient that saved its old contents."""
+    op, bwd, out_op, inplace, log = _OPS[name]
+    torch_fn = torch.log_softmax if log else torch.softmax
+    x = torch.randn(4, 37, device=kernel_device, requires_grad=True)
+    dy = torch.randn(4, 37, device=kernel_device)
+    # Trailing arguments left at their defaults, as a graph may pass them, or given.
+    (dx,) = torch.autograd.grad(op(x, 1), x, dy)
+    assert_close(dx, reference_grad(torch_fn, x, dy, 1), torch.float32)
+    (dx,) = torch.autograd.grad(op(x, 1, None, 0.5, None), x, dy)
+    assert_close(dx, reference_grad(torch_fn, x, dy, 1, 0.5), torch.float32)
+
+    g = bwd(dy, op(x, 1).detach().requires_grad_(), 1, torch.float32)
+    assert g.requires_grad
+    with pytest.raises(RuntimeError, match="no derivative"):
+        g.sum().backward()
+
+    with pytest.raises(RuntimeError, match="do not support autograd"):
+        out_op(x, 1, 1.0, None, torch.empty_like(x))
+    with pytest.raises(RuntimeError, match="do not support autograd"):
+        inplace(x * 1, 1, 1.0, None)
+
+    for kind in ("out", "in place"):
+        h = x * 1
+        saved = h.sin()  # saves h for its gradient
+        version = h._version
+        with torch.no_grad():
+            if kind == "out":
+                out_op(x.detach(), 1, 1.0, None, h)
+            else:
+                inplace(h, 1, 1.0, None)
+        assert h._version > version, kind
+        assert_close(h, reference(x.detach(), 1, log=log), torch.float32)
+        with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+            saved.sum().backward()
+
+
 def test_compile_fullgraph(kernel_device: str) -> None:
     def f(x: torch.Tensor, temperature: float) -> torch.Tensor:
         return ns.softmax(x * 2, -1, temperature=temperature) + ns.log_softmax(x, 0).exp()
