@@ -4,6 +4,7 @@ on new inputs (other shapes included) with the eager results."""
 
 from __future__ import annotations
 
+import io
 import warnings
 
 import pytest
@@ -52,7 +53,8 @@ def _targets(graph: torch.fx.Graph) -> set[object]:
 
 def test_export_with_a_dynamic_batch(kernel_device: str) -> None:
     """``torch.export`` records the custom ops (out= and in place as their functional forms)
-    and the exported program runs them on a batch size it was not exported with."""
+    and the exported program runs them on a batch size it was not exported with, also once
+    saved and loaded again."""
     model = _Heads(kernel_device)
     x = torch.randn(6, 37, device=kernel_device)
     batch = torch.export.Dim("batch", min=2)
@@ -61,6 +63,12 @@ def test_export_with_a_dynamic_batch(kernel_device: str) -> None:
         <= _targets(exported.graph)
     fresh = torch.randn(11, 37, device=kernel_device)
     _check_heads(model, fresh, exported.module()(fresh))
+    # Saved and loaded again (a deployed program): the ops are found by name and schema.
+    buffer = io.BytesIO()
+    torch.export.save(exported, buffer)
+    buffer.seek(0)
+    fresh = torch.randn(3, 37, device=kernel_device)
+    _check_heads(model, fresh, torch.export.load(buffer).module()(fresh))
 
 
 #: torch.jit.trace warns that it is deprecated (torch 2.13), yet it still runs and is still met.
