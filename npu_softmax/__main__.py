@@ -40,12 +40,16 @@ CASES = {
 MAX_ERROR = {torch.float32: 1e-6, torch.float16: 1e-3, torch.bfloat16: 8e-3}
 
 
-def _speeds(x: torch.Tensor, softmax: Callable, time_ms: Callable,
-            gbps: Callable) -> list[float]:
-    """GB/s of npu_softmax, torch.softmax and a copy of the same bytes, on ``x``."""
+def _speeds(x: torch.Tensor, softmax: Callable) -> list[float]:
+    """GB/s of npu_softmax, torch.softmax and a copy of the same bytes, on copies of ``x`` (a
+    new one each call, ``timing.inputs``)."""
+    from npu_softmax.timing import gbps, inputs, time_ms
+
     n_bytes = 2 * x.numel() * x.element_size()
     copy_dst = torch.empty_like(x)
-    fns = (lambda: softmax(x, -1), lambda: torch.softmax(x, -1), lambda: copy_dst.copy_(x))
+    nxt = inputs(x)
+    fns = (lambda: softmax(nxt(), -1), lambda: torch.softmax(nxt(), -1),
+           lambda: copy_dst.copy_(nxt()))
     return [gbps(n_bytes, time_ms(fn)) for fn in fns]
 
 
@@ -62,7 +66,6 @@ def main(argv: list[str] | None = None) -> int:
     # The interpreter evaluates masked-off lanes too (1/0, exp of -inf); they are never stored.
     warnings.filterwarnings("ignore", category=RuntimeWarning, module="triton.runtime.interpreter")
     import npu_softmax
-    from npu_softmax.timing import gbps, time_ms
 
     info = npu_softmax.target_info()
     print("npu_softmax", npu_softmax.__version__, "| torch", info["torch"], "| triton",
@@ -91,7 +94,7 @@ def main(argv: list[str] | None = None) -> int:
         line = (f"{f'{rows}x{cols}':>16} {str(dtype).replace('torch.', ''):>9} {err:>10.2e} "
                 f"{row_sum:>11.2e} {'ok' if ok else 'FAIL':>5}")
         if timed:
-            speeds = _speeds(x, npu_softmax.softmax, time_ms, gbps)
+            speeds = _speeds(x, npu_softmax.softmax)
             line += " " + " ".join(f"{s:>{w}.0f}" for s, w in zip(speeds, (12, 9, 9)))
         print(line)
     if not timed:

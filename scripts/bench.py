@@ -1,7 +1,8 @@
 """Softmax bandwidth on the device that is here: npu_softmax against its peers, in one run.
 
 GB/s = (bytes read + bytes written) / median time, from ``triton.testing.do_bench``, the best of
-``--rounds`` rounds that time every provider once, each round in a new order. Providers:
+``--rounds`` rounds that time every provider once, each round in a new order, each call on the
+next of copies of the input that hold 256 MB (``--same-input``: the input itself). Providers:
 npu_softmax, torch.softmax, the naive 5-op torch softmax, torch.compile of torch.softmax,
 Liger-Kernel's softmax when it is installed, and a device-to-device copy of the same bytes (the
 roof). Three parts: the seeds' sweep (M = 4096, N = 128 * i), a list of shapes (short rows, the
@@ -31,7 +32,7 @@ from typing import Callable
 import torch
 
 import npu_softmax
-from npu_softmax.timing import gbps, time_ms
+from npu_softmax.timing import POOL_BYTES, gbps, inputs, time_ms
 
 SHAPES = [
     (32768, 128), (65536, 64), (16384, 512), (1823, 781), (4096, 1024), (4096, 8192),
@@ -90,7 +91,7 @@ def providers(device: str) -> dict[str, Callable[[torch.Tensor, int], object]]:
 
 
 def measure(fns: dict[str, Callable], x: torch.Tensor, dim: int, names: list[str],
-            rounds: int) -> dict[str, float]:
+            rounds: int, pool_bytes: int = POOL_BYTES) -> dict[str, float]:
     """GB/s of each named provider (and the copy roof) on the input ``x`` over ``dim``: the
     best of ``rounds`` rounds, each timing the copy and every provider once, in an order of its
     own. Interference on a shared host (other processes, torch.compile's workers) only ever slows
@@ -98,12 +99,18 @@ def measure(fns: dict[str, Callable], x: torch.Tensor, dim: int, names: list[str
     the H100 one kernel ran 2760 or 2900 GB/s by its place in the round alone (docs/tuning.md,
     thirty-second session). A fixed order would give each provider the same place, and the
     same luck, every round; a new order each round and the best of the rounds compare them as
-    the device runs them. The roof copies a contiguous tensor of ``x``'s bytes."""
+    the device runs them. The roof copies a contiguous tensor of ``x``'s bytes.
+
+    Each call reads the next of copies of ``x`` holding ``pool_bytes`` (``timing.inputs``; 0:
+    ``x`` itself every call, as runs before the thirty-fifth session did), so that no timing
+    finds its input in L2, left there by its own earlier calls or by another provider's."""
     src = x.contiguous()
     dst = torch.empty_like(src)
     n_bytes = 2 * x.numel() * x.element_size()
-    timed: dict[str, Callable[[], object]] = {"copy": lambda: dst.copy_(src)}
-    timed.update({name: functools.partial(fns[name], x, dim) for name in names})
+    next_x = inputs(x, pool_bytes)
+    next_src = next_x if src is x else inputs(src, pool_bytes)
+    timed: dict[str, Callable[[], object]] = {"copy": lambda: dst.copy_(next_src())}
+    timed.update({name: functools.partial(_call, fns[name], next_x, dim) for name in names})
     result = dict.fromkeys(timed, 0.0)
     # torch.compile specialises on shapes and stops compiling after a few (dynamo's recompile
     # limit), falling back to eager: compile each shape from scratch instead.
@@ -123,6 +130,10 @@ def measure(fns: dict[str, Callable], x: torch.Tensor, dim: int, names: list[str
                 continue
             result[name] = max(result[name], gbps(n_bytes, ms))
     return result
+
+
+def _call(fn: Callable, next_x: Callable[[], torch.Tensor], dim: int) -> object:
+    return fn(next_x(), dim)
 
 
 def _table_row(r: dict, label: str, names: list[str], peers: list[str]) -> str:
@@ -208,11 +219,15 @@ def main() -> None:
                         help="rounds per point, each provider's best kept (default 3)")
     parser.add_argument("--backward", action="store_true",
                         help="also the backward pass over the list of shapes")
+    parser.add_argument("--same-input", action="store_true",
+                        help="time every call on the one input, as runs before the "
+                        "thirty-fifth session did (default: a new copy each call)")
     parser.add_argument("--dtypes", nargs="+", choices=list(DTYPES), default=list(DTYPES),
                         help="dtypes to measure (default: all); a full sweep of one dtype "
                         "fits a shorter session on a lent device")
     args = parser.parse_args()
     dtypes = {name: DTYPES[name] for name in args.dtypes}
+    pool = 0 if args.same_input else POOL_BYTES
     info = npu_softmax.target_info()
     device = {"npu": "npu", "cuda": "cuda", "hip": "cuda"}.get(info["backend"])
     if device is None:
@@ -231,7 +246,7 @@ def main() -> None:
         for dname, dtype in dtypes.items():
             for i in range(2, 100, step):
                 x = torch.randn(4096, 128 * i, device=device).mul(3).to(dtype)
-                r = measure(fns, x, -1, names, args.rounds)
+                r = measure(fns, x, -1, names, args.rounds, pool)
                 rows.append({"part": "sweep", "dtype": dname, "M": 4096, "N": 128 * i, **r})
                 # Written as it goes: a run stopped early (a lent device's time limit) keeps
                 # the points it measured.
@@ -241,13 +256,13 @@ def main() -> None:
     for dname, dtype in dtypes.items():
         for m, n in [] if args.no_shapes or args.only_dims else SHAPES:
             x = torch.randn(m, n, device=device).mul(3).to(dtype)
-            r = measure(fns, x, -1, names, args.rounds)
+            r = measure(fns, x, -1, names, args.rounds, pool)
             rows.append({"part": "shapes", "dtype": dname, "M": m, "N": n, **r})
     dims: list[dict] = []
     for dname, dtype in dtypes.items():
         for shape, dim, transposed in [] if args.no_shapes else DIM_CASES:
             x = torch.randn(shape, device=device).mul(3).to(dtype)
-            r = measure(fns, x.t() if transposed else x, dim, names, args.rounds)
+            r = measure(fns, x.t() if transposed else x, dim, names, args.rounds, pool)
             dims.append({"dtype": dname, "shape": "x".join(map(str, shape))
                          + (" transposed" if transposed else ""), "dim": dim, **r})
 
@@ -258,7 +273,9 @@ def main() -> None:
     peers = [n for n in names if n != "npu_softmax"]
     lines = [f"Measured on {device_name}, {stamp} (torch {info['torch']}, triton "
              f"{info['triton']}). GB/s = (read + write) / median time; copy = device-to-device "
-             f"copy of the same bytes; each the best of {args.rounds} rounds.", "",
+             f"copy of the same bytes; each the best of {args.rounds} rounds; "
+             + ("the same input every call." if args.same_input else
+                "each call on the next of copies of the input (256 MB at least)."), "",
              "| dtype | M x N | copy | " + " | ".join(names)
              + " | % of copy | vs torch | vs best peer |",
              "|---|---|---|" + "---|" * len(names) + "---|---|---|"]

@@ -62,3 +62,37 @@ def test_measure_times_each_round_in_its_own_order(monkeypatch: pytest.MonkeyPat
     for name in ("copy", "ours", "theirs"):
         best = min(ms for n, ms in timings if n == name)
         assert result[name] == pytest.approx(gbps(n_bytes, best)), name
+
+
+def test_each_call_reads_a_new_copy_of_the_input(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every timed call, the copy's and each provider's, reads the next of copies of the input
+    (its values and strides), so no call finds its input in a cache an earlier one filled; with
+    ``pool_bytes`` 0, the input itself every call."""
+    x = torch.randn(10, 6).t()  # a transposed input keeps its strides in the copies
+    seen: dict[str, list[torch.Tensor]] = {"ours": [], "copy": []}
+
+    def ours(t: torch.Tensor, dim: int) -> torch.Tensor:
+        seen["ours"].append(t)
+        return torch.softmax(t, dim)
+
+    def fake_time_ms(fn) -> float:  # noqa: ANN001
+        before = len(seen["ours"])
+        for _ in range(3):
+            out = fn()
+            if len(seen["ours"]) == before:
+                seen["copy"].append(out.clone())
+        return 1.0
+
+    monkeypatch.setattr(bench, "time_ms", fake_time_ms)
+    pool = 3 * x.numel() * x.element_size()
+    bench.measure({"ours": ours}, x, -1, ["ours"], rounds=2, pool_bytes=pool)
+    calls = seen["ours"]
+    assert len(calls) == 6
+    assert len({t.data_ptr() for t in calls}) == 3  # three copies, in turn
+    for t in calls:
+        assert t.stride() == x.stride() and torch.equal(t, x)
+    assert len(seen["copy"]) == 6 and all(torch.equal(c, x) for c in seen["copy"])
+
+    seen["ours"].clear()
+    bench.measure({"ours": ours}, x, -1, ["ours"], rounds=1, pool_bytes=0)
+    assert all(t is x for t in seen["ours"])
