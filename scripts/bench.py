@@ -102,7 +102,7 @@ def measure(fns: dict[str, Callable], x: torch.Tensor, dim: int, names: list[str
     the device runs them. The roof copies a contiguous tensor of ``x``'s bytes.
 
     Each call reads the next of copies of ``x`` holding ``pool_bytes`` (``timing.inputs``; 0:
-    ``x`` itself every call, as runs before the thirty-fifth session did), so that no timing
+    ``x`` itself every call, as runs before commit 8d64250 did), so that no timing
     finds its input in L2, left there by its own earlier calls or by another provider's."""
     src = x.contiguous()
     dst = torch.empty_like(src)
@@ -220,8 +220,9 @@ def main() -> None:
     parser.add_argument("--backward", action="store_true",
                         help="also the backward pass over the list of shapes")
     parser.add_argument("--same-input", action="store_true",
-                        help="time every call on the one input, as runs before the "
-                        "thirty-fifth session did (default: a new copy each call)")
+                        help="time every call on the one input, as the runs kept in "
+                        "docs/benchmarks before commit 8d64250 did (default: a new copy each "
+                        "call)")
     parser.add_argument("--dtypes", nargs="+", choices=list(DTYPES), default=list(DTYPES),
                         help="dtypes to measure (default: all); a full sweep of one dtype "
                         "fits a shorter session on a lent device")
