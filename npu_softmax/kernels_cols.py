@@ -11,7 +11,8 @@ tensor (rows in the input, columns in a row-major output of a transposed input, 
 its loads or stores coalesce along.
 
 * ``softmax_cols_kernel``: a group per iteration, whole (one read) when its rows fit
-  ``BLOCK_C``, else looped in ``BLOCK_C`` chunks with a running max and sum per row;
+  ``BLOCK_C``, else looped in ``BLOCK_C`` chunks with a running max and sum per row (``WHOLE``
+  tells which, or leaves it to the row length at run time);
 * ``softmax_cols_split_stats_kernel`` + ``softmax_cols_split_norm_kernel``: a group's rows cut
   into ``N_SPLITS`` column ranges worked on by different programs, for long rows in few groups;
 * the backward of each (``softmax_bwd_cols_*``), as ``kernels_backward`` states it.
@@ -105,6 +106,19 @@ def _cols_normalize(x_lanes, y_lanes, imask, x_col_stride, y_col_stride, c, lo, 
 
 
 @triton.jit
+def _fits(n_cols, BLOCK_C: tl.constexpr, WHOLE: tl.constexpr):
+    # Whether rows of ``n_cols`` fit a ``BLOCK_C`` tile: ``WHOLE`` as a constant where the
+    # launcher has told it (0 or 1), so that a branch on it compiles one form; else tested.
+    # (Both forms compiled in, the row length tested per call, cost float32 dim 1 of
+    # 256x1000x49 11% on the H100: docs/tuning.md, thirty-sixth session.)
+    if WHOLE >= 0:
+        fits = WHOLE == 1
+    else:
+        fits = n_cols <= BLOCK_C
+    return fits
+
+
+@triton.jit
 def _cols_store(y_lanes, x, cc, mask, y_col_stride, shift, norm, LOG: tl.constexpr,
                 STORE_CACHE: tl.constexpr):
     # Columns ``cc`` of a group's output from its input ``x`` (scaled).
@@ -120,11 +134,15 @@ def softmax_cols_kernel(
     y_outer_stride, y_inner_stride, y_col_stride, scale,
     BLOCK_I: tl.constexpr, BLOCK_C: tl.constexpr, INDEX_64: tl.constexpr, LOG: tl.constexpr,
     FIRST_EVICT: tl.constexpr, SECOND_EVICT: tl.constexpr, STORE_CACHE: tl.constexpr,
+    WHOLE: tl.constexpr,
 ):
     """A group of ``BLOCK_I`` interleaved rows per iteration: held whole and read once where
     the rows fit ``BLOCK_C``; else two passes over ``BLOCK_C`` chunks (running max and sum per
     row, then the output), the first read with L2 eviction policy ``FIRST_EVICT``, the second
-    with ``SECOND_EVICT`` (as the row kernels' ``softmax_online_kernel``)."""
+    with ``SECOND_EVICT`` (as the row kernels' ``softmax_online_kernel``).
+
+    ``WHOLE``: 1 where the launcher has found that the rows fit, 0 where they do not; then only
+    that form is compiled. -1 compiles both and tests the row length (``_fits``)."""
     OUT_TY: tl.constexpr = y_ptr.dtype.element_ty
     ACC_TY: tl.constexpr = tl.float64 if OUT_TY == tl.float64 else tl.float32
     c = _widen(tl.arange(0, BLOCK_C), INDEX_64)[:, None]
@@ -133,7 +151,7 @@ def softmax_cols_kernel(
         outer, inner, imask = _group(_widen(g, INDEX_64), n_inner, BLOCK_I)
         x_lanes = x_ptr + outer * x_outer_stride + inner * x_inner_stride
         y_lanes = y_ptr + outer * y_outer_stride + inner * y_inner_stride
-        if n_cols <= BLOCK_C:
+        if _fits(n_cols, BLOCK_C, WHOLE):
             mask = imask & (c < n_cols)
             x = _load(x_lanes + c * x_col_stride, mask, scale, ACC_TY, "")
             shift = _safe_shift(tl.max(x, axis=0))[None, :]
@@ -271,6 +289,7 @@ def softmax_bwd_cols_kernel(
     y_outer_stride, y_inner_stride, y_col_stride, scale,
     BLOCK_I: tl.constexpr, BLOCK_C: tl.constexpr, INDEX_64: tl.constexpr, LOG: tl.constexpr,
     FIRST_EVICT: tl.constexpr, SECOND_EVICT: tl.constexpr, STORE_CACHE: tl.constexpr,
+    WHOLE: tl.constexpr,
 ):
     """The gradient of ``softmax_cols_kernel``: a group per iteration, whole where its rows fit
     ``BLOCK_C``, else a reduction pass and a gradient pass over chunks. ``dx`` shares ``y``'s
@@ -282,7 +301,7 @@ def softmax_bwd_cols_kernel(
         outer, inner, imask = _group(_widen(g, INDEX_64), n_inner, BLOCK_I)
         y_start = outer * y_outer_stride + inner * y_inner_stride
         dy_lanes = dy_ptr + outer * dy_outer_stride + inner * dy_inner_stride
-        if n_cols <= BLOCK_C:
+        if _fits(n_cols, BLOCK_C, WHOLE):
             mask = imask & (c < n_cols)
             y, dy = _load_pair(y_ptr + y_start + c * y_col_stride, dy_lanes + c * dy_col_stride,
                                mask, ACC_TY, "")

@@ -270,24 +270,37 @@ class _Step:
     arguments, which is most of a small call's host time. The scalars are fixed by the call's
     signature, so the binary's integer specialisation holds; pointer alignment is checked per
     call.
+
+    A step whose ``Y_LIKE_X`` is set (``rows_alike``) holds for calls whose input and output
+    (operands ``like``) start at the same place in their 16-byte blocks; other calls run the
+    binary compiled without it.
     """
 
     def __init__(self, kernel: Any, key: tuple, n_items: int, operands: tuple[int, ...],
                  scalars: tuple, constexprs: dict[str, Any], options: dict[str, Any],
-                 dependent: bool = False) -> None:
+                 dependent: bool = False, like: tuple[int, int] | None = None) -> None:
         self.kernel, self.key, self.n_items = kernel, key, n_items
         self.operands, self.scalars, self.constexprs = operands, scalars, constexprs
         #: The target's compile options for the plan and, for a programmatic dependent of the
         #: step before it (``dependent_launch``), the launch option.
         self.options = {**options, "launch_pdl": True} if dependent else options
+        self.like = like if constexprs.get("Y_LIKE_X") else None
+        #: The key and constexprs of calls whose operands ``like`` are not alike.
+        self.unlike = (((*key, "unlike"), {**constexprs, "Y_LIKE_X": False})
+                       if self.like is not None else None)
         self.start: Callable[[tuple], bool] | None = None
 
     def __call__(self, tensors: tuple[torch.Tensor, ...], device_index: int) -> None:
         if self.start is not None and self.start(tensors):
             return
         args = [tensors[i] for i in self.operands]
-        compiled, grid = _launch(self.key, self.kernel, self.n_items, (*args, *self.scalars),
-                                 self.constexprs, device_index, self.options)
+        key, constexprs = self.key, self.constexprs
+        if self.like is not None and (tensors[self.like[0]].data_ptr()
+                                      - tensors[self.like[1]].data_ptr()) & 15:
+            key, constexprs = self.unlike
+        compiled, grid = _launch(key, self.kernel, self.n_items, (*args, *self.scalars),
+                                 constexprs, device_index, self.options)
+        # (Every pointer aligned: the input and output alike too, so ``Y_LIKE_X`` holds.)
         if self.start is None and backend().name == "cuda" and not any(
                 t.data_ptr() & 15 for t in args):
             # The direct launcher takes every parameter in order, constexpr values included.
@@ -370,14 +383,15 @@ def prepare_softmax(x_dtype: torch.dtype, y_dtype: torch.dtype, device: torch.de
     if p.variant == "cols":
         key = (p, x_dtype, y_dtype, log, be.name, device.type, device_index,
                *sorted(options.items()))
-        return _column_forward(p, key, device, layout.columns(), y_dtype, log, scale, be,
-                               options)
+        return _column_forward(p, key, device, layout.columns(), y_dtype, itemsize, log, scale,
+                               be, options)
     # Rows may be read in 16-byte vectors through aligned windows or bodies (VEC), and rows
     # whose length and strides are whole vectors, or runs of 2-4 elements, load as such
     # (ALIGN).
     vec = be.window_vec(layout, p, x_dtype.itemsize)
     align = be.row_align(layout, itemsize, vec)
-    key = (p, x_dtype, y_dtype, log, be.name, device.type, device_index, vec, align,
+    like = rows_alike(layout, vec, x_dtype, y_dtype)
+    key = (p, x_dtype, y_dtype, log, be.name, device.type, device_index, vec, align, like,
            *sorted(options.items()))
     rows = (layout.n_rows, layout.n_cols, layout.n_inner)
     flags = {"BLOCK_N": p.block_n, "INDEX_64": p.index_64, "LOG": log,
@@ -398,8 +412,9 @@ def prepare_softmax(x_dtype: torch.dtype, y_dtype: torch.dtype, device: torch.de
         last = max(p.last_n, lanes) if p.last_n else p.block_n
         steps = (_Step(K.softmax_online_kernel, (*key, lanes), layout.n_rows, (1, 0),
                        every_row, {**flags, "LAST_N": last, "FIRST_EVICT": first,
-                                   "SECOND_EVICT": second, "VEC": vec, "STAT_LANES": lanes},
-                       options),)
+                                   "SECOND_EVICT": second, "VEC": vec, "STAT_LANES": lanes,
+                                   "Y_LIKE_X": like},
+                       options, like=(1, 0)),)
     else:
         # Pass 1 writes each (row, split)'s max and sum into the scratch operand (index 2),
         # pass 2 combines them and normalises.
@@ -412,15 +427,30 @@ def prepare_softmax(x_dtype: torch.dtype, y_dtype: torch.dtype, device: torch.de
                   (*rows, *layout.x_strides, cols, scale), {**split, "EVICT": first}, options),
             _Step(K.softmax_split_norm_kernel, key + ("norm",), n_items, (1, 2, 0),
                   (*rows, *layout.x_strides, *layout.y_strides, cols, scale),
-                  {**split, "EVICT": second, "LOG": log, "STORE_CACHE": be.output_cache},
-                  options, be.dependent_launch),
+                  {**split, "EVICT": second, "LOG": log, "STORE_CACHE": be.output_cache,
+                   "Y_LIKE_X": like}, options, be.dependent_launch, like=(1, 0)),
         )
         return Launch(p, device, steps, (2 * n_items, acc_dtype(y_dtype)))
     return Launch(p, device, steps)
 
 
+def rows_alike(layout: RowLayout, vec: int, x_dtype: torch.dtype, y_dtype: torch.dtype) -> bool:
+    """The looped kernels' ``Y_LIKE_X`` for rows read through aligned bodies (``vec`` > 1):
+    whether every output row starts at the same place in its 16-byte blocks as its input row
+    wherever the two tensors do (elements of one size, row strides alike modulo a vector).
+    A call's pointers are checked apart (``_Step``).
+
+    Then the kernels store each row's body as vectors with no test per row, which is faster:
+    the branch for other outputs, compiled in, cost bf16 4096x50257 6% on the H100
+    (docs/tuning.md, thirty-sixth session).
+    """
+    return (vec > 1 and x_dtype.itemsize == y_dtype.itemsize
+            and all((xs - ys) % vec == 0
+                    for xs, ys in zip(layout.x_strides[:2], layout.y_strides[:2])))
+
+
 def _column_forward(p: Plan, key: tuple, device: torch.device, layout: RowLayout,
-                    y_dtype: torch.dtype, log: bool, scale: float, be: Backend,
+                    y_dtype: torch.dtype, itemsize: int, log: bool, scale: float, be: Backend,
                     options: dict[str, Any]) -> Launch:
     # prepare_softmax's launch of a ``cols`` plan on ``layout`` (its ``columns()`` form).
     first, second = be.reread_eviction
@@ -428,10 +458,11 @@ def _column_forward(p: Plan, key: tuple, device: torch.device, layout: RowLayout
     rows = (layout.n_rows, layout.n_cols, layout.n_inner)
     tile = {"BLOCK_I": p.block_m, "BLOCK_C": p.block_n, "INDEX_64": p.index_64}
     if p.n_splits == 1:
-        step = _Step(KC.softmax_cols_kernel, key, groups, (1, 0),
+        whole = be.column_form(layout.n_cols, p.block_n, itemsize)
+        step = _Step(KC.softmax_cols_kernel, (*key, whole), groups, (1, 0),
                      (*rows, *layout.x_strides, *layout.y_strides, scale),
                      {**tile, "LOG": log, "FIRST_EVICT": first, "SECOND_EVICT": second,
-                      "STORE_CACHE": be.output_cache}, options)
+                      "STORE_CACHE": be.output_cache, "WHOLE": whole}, options)
         return Launch(p, device, (step,))
     n_items = groups * p.n_splits
     cols = p.split_cols(layout.n_cols)
@@ -490,9 +521,11 @@ def launch_softmax_backward(dy: torch.Tensor, y: torch.Tensor, dx: torch.Tensor,
         groups = column_groups(layout.n_rows, layout.n_inner, p.block_m)
         tile = {"BLOCK_I": p.block_m, "BLOCK_C": p.block_n, "INDEX_64": p.index_64, "LOG": log}
         if p.n_splits == 1:
-            steps = (_Step(KC.softmax_bwd_cols_kernel, key, groups, (2, 1, 0), (*rows, scale),
+            whole = be.column_form(layout.n_cols, p.block_n, itemsize)
+            steps = (_Step(KC.softmax_bwd_cols_kernel, (*key, whole), groups, (2, 1, 0),
+                           (*rows, scale),
                            {**tile, "FIRST_EVICT": first, "SECOND_EVICT": second,
-                            "STORE_CACHE": be.output_cache}, options),)
+                            "STORE_CACHE": be.output_cache, "WHOLE": whole}, options),)
         else:
             n_items = groups * p.n_splits
             cols = p.split_cols(layout.n_cols)

@@ -133,6 +133,7 @@ def online_configs(x: torch.Tensor, y: torch.Tensor, lay: RowLayout,
                                           BLOCK_N=block_n, LAST_N=last_n, INDEX_64=False,
                                           LOG=False, FIRST_EVICT=first, SECOND_EVICT=second,
                                           STORE_CACHE=STORE, VEC=vec, STAT_LANES=lanes,
+                                          Y_LIKE_X=vec > 1,
                                           **opts)
         yield (f"BLOCK_N={block_n} LAST_N={last_n} warps={warps} stages={stages} "
                f"maxnreg={cap} programs/SM={per_sm} evict={first or 'default'}/"
@@ -155,12 +156,12 @@ def split_configs(x: torch.Tensor, y: torch.Tensor, lay: RowLayout,
                 "VEC": vec, "ALIGN": _align(x, lay, vec), "num_warps": warps, "num_stages": stages,
                 "enable_fp_fusion": FUSION}
 
-        def run(parts=parts, grid=grid, cols=cols, opts=opts) -> None:
+        def run(parts=parts, grid=grid, cols=cols, opts=opts, like=vec > 1) -> None:
             K.softmax_split_stats_kernel[grid](parts, x, *_rows(lay), cols, 1.0,
                                                EVICT=FIRST_EVICT, **opts)
             K.softmax_split_norm_kernel[grid](y, parts, x, *_rows(lay), *lay.y_strides, cols,
                                               1.0, LOG=False, EVICT=SECOND_EVICT,
-                                              STORE_CACHE=STORE, **opts)
+                                              STORE_CACHE=STORE, Y_LIKE_X=like, **opts)
         yield f"BLOCK_N={block_n} warps={warps} stages={stages} splits={splits} VEC={vec}", run
 
 

@@ -154,6 +154,30 @@ def test_interleaved_rows_plan_cols_on_every_target() -> None:
         assert launcher.plan(transposed, 4, cores, be, streams=2).variant != "cols"
 
 
+def test_column_kernels_compiled_for_the_form_of_the_rows() -> None:
+    """On CUDA (and under the interpreter) a float32 or float64 ``cols`` kernel of one range per
+    group is compiled for the form its rows take: ``WHOLE`` 1 where they fit the tile, held
+    whole, 0 where they are looped over chunks. 2-byte ones, and all on Ascend, get -1: both
+    forms compiled in, the row length tested. The launch of a softmax over dim 1 passes it."""
+    for be in (CudaBackend(), InterpreterBackend()):
+        for itemsize in (4, 8):
+            assert [be.column_form(n, 128, itemsize)
+                    for n in (1, 127, 128, 129, 4096)] == [1, 1, 1, 0, 0]
+        assert be.column_form(100, 128, 2) == be.column_form(200, 128, 2) == -1
+    for arch in ("Ascend910B3", "Ascend910_9599"):
+        assert AscendBackend(arch).column_form(100, 128, 4) == -1
+    forms = set()
+    for dtype, n_cols in ((torch.float32, 70), (torch.float32, 3000), (torch.bfloat16, 70)):
+        layout = row_layout((7, n_cols, 9), 1, (n_cols * 9, 9, 1), (n_cols * 9, 9, 1))
+        launch = launcher.prepare_softmax(dtype, dtype, torch.device("cpu"), layout)
+        p = launch.plan
+        if p.variant == "cols" and p.n_splits == 1:
+            whole = launch.steps[0].constexprs["WHOLE"]
+            forms.add(whole)
+            assert whole == (int(n_cols <= p.block_n) if dtype == torch.float32 else -1)
+    assert {1, -1} <= forms
+
+
 def _shape(p: launcher.Plan) -> tuple:
     return p.variant, p.block_m, p.block_n, p.n_splits
 

@@ -79,6 +79,11 @@ class Backend:
     reread_eviction = ("", "")
     #: Cache modifier of the kernels' output stores (``""``: the target's default).
     output_cache = ""
+    #: Elements of at least this many bytes get ``cols`` kernels (of one range per group)
+    #: compiled for the form a call's rows take, held whole or looped over chunks; narrower
+    #: ones, or all where None, get both forms in one kernel, which tests the row length as it
+    #: runs (``column_form``).
+    column_forms_from: int | None = None
 
     # By value: plans are cached per backend, and for_layout() may make new instances.
     def __eq__(self, other: object) -> bool:
@@ -115,6 +120,15 @@ class Backend:
         when rows are few enough that bigger blocks would leave fewer (one where a core runs one
         program)."""
         return 1
+
+    def column_form(self, n_cols: int, block_c: int, itemsize: int) -> int:
+        """The ``cols`` kernels' ``WHOLE`` for rows of ``n_cols`` elements of ``itemsize``
+        bytes in tiles of ``block_c`` columns: 1 (held whole) or 0 (looped) where this target
+        compiles the two forms apart (``column_forms_from``), else -1 (both compiled in, the
+        length tested)."""
+        if self.column_forms_from is None or itemsize < self.column_forms_from:
+            return -1
+        return int(n_cols <= block_c)
 
     def windows(self, plan: Plan, itemsize: int) -> bool:
         """Whether the kernels of ``plan`` read rows that do not start on a 16-byte boundary

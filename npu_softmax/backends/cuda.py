@@ -242,6 +242,17 @@ class CudaBackend(Backend):
     #: the API on the H100 (2026-11-23, docs/tuning.md): 1024x65536 fp32 2656 -> 2775 GB/s,
     #: bf16 2486 -> 2660; 4096x65536 bf16 2651 -> 2838; rows that fit a block gain 0-1%.
     output_cache = ".cs"
+    #: Float32 (and float64) ``cols`` kernels are compiled for the one form a call's rows take:
+    #: with both forms in one kernel the whole rows' tiles spilled or held more registers.
+    #: Through the API on the H100 (2026-11-26, thirty-sixth session, docs/tuning.md), forward
+    #: against both forms compiled in: float32 dim 1 of 256x1000x49 1467-1472 -> 1653 GB/s
+    #: (16 spilled registers -> 2), transposed 100x16384 1174-1177 -> 1272-1365 (156 registers
+    #: -> 79), transposed 8192x1000 1505-1532 -> 1550-1579; 128-row tiles of 32 columns lost
+    #: (dim 1 of 512x21x4096 2731 -> 2661: 96 registers -> 105, a program less an SM). The
+    #: backward op, dim 1 of 512x21x4096 2298-2304 -> 2476-2481. Bfloat16 tiles, which did not
+    #: spill, moved both ways (dim 1 of 64x512x512 1910-1940 -> 2007-2042, transposed
+    #: 1000x8192 1438 -> 1335-1378) and keep both forms.
+    column_forms_from = 4
     #: Every kernel is compiled with floating-point fusion (``x * scale - max`` as one fused
     #: multiply-add), asked for explicitly: upstream Triton took it by default up to 3.9, which
     #: warns where a kernel leaves it to ``TRITON_DEFAULT_FP_FUSION``, and 3.10 turns that

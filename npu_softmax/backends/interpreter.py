@@ -21,6 +21,9 @@ class InterpreterBackend(Backend):
     #: Short last chunks wherever they save lanes, so the tests run the online kernel's last
     #: chunks at many sizes.
     min_last_chunk = 64
+    #: ``cols`` kernels compiled for one form of rows where CUDA's are, so the tests run the
+    #: kernel in each of its three forms.
+    column_forms_from = 4
 
     def windows(self, plan: Plan, itemsize: int) -> bool:
         # Wherever they apply, so the tests run the 16-byte vector form of every kernel (aligned
