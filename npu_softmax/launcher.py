@@ -271,7 +271,7 @@ class _Step:
     signature, so the binary's integer specialisation holds; pointer alignment is checked per
     call.
 
-    A step whose ``Y_LIKE_X`` is set (``rows_alike``) holds for calls whose input and output
+    A step compiled with ``Y_LIKE_X`` (``rows_alike``) serves calls whose input and output
     (operands ``like``) start at the same place in their 16-byte blocks; other calls run the
     binary compiled without it.
     """
@@ -284,6 +284,7 @@ class _Step:
         #: The target's compile options for the plan and, for a programmatic dependent of the
         #: step before it (``dependent_launch``), the launch option.
         self.options = {**options, "launch_pdl": True} if dependent else options
+        #: The operands (input, output) that ``Y_LIKE_X`` takes to be alike, where it is set.
         self.like = like if constexprs.get("Y_LIKE_X") else None
         #: The key and constexprs of calls whose operands ``like`` are not alike.
         self.unlike = (((*key, "unlike"), {**constexprs, "Y_LIKE_X": False})

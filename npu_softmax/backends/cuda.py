@@ -248,7 +248,7 @@ class CudaBackend(Backend):
     #: against both forms compiled in: float32 dim 1 of 256x1000x49 1467-1472 -> 1653 GB/s
     #: (16 spilled registers -> 2), transposed 100x16384 1174-1177 -> 1272-1365 (156 registers
     #: -> 79), transposed 8192x1000 1505-1532 -> 1550-1579; 128-row tiles of 32 columns lost
-    #: (dim 1 of 512x21x4096 2731 -> 2661: 96 registers -> 105, a program less an SM). The
+    #: (dim 1 of 512x21x4096 2731 -> 2661: 96 registers -> 105, a program fewer an SM). The
     #: backward op, dim 1 of 512x21x4096 2298-2304 -> 2476-2481. Bfloat16 tiles, which did not
     #: spill, moved both ways (dim 1 of 64x512x512 1910-1940 -> 2007-2042, transposed
     #: 1000x8192 1438 -> 1335-1378) and keep both forms.
