@@ -276,7 +276,8 @@ def main() -> None:
              f"{info['triton']}). GB/s = (read + write) / median time; copy = device-to-device "
              f"copy of the same bytes; each the best of {args.rounds} rounds; "
              + ("the same input every call." if args.same_input else
-                "each call on the next of copies of the input (256 MB at least)."), "",
+                f"each call on the next of copies of the input ({POOL_BYTES >> 20} MB at "
+                "least)."), "",
              "| dtype | M x N | copy | " + " | ".join(names)
              + " | % of copy | vs torch | vs best peer |",
              "|---|---|---|" + "---|" * len(names) + "---|---|---|"]
