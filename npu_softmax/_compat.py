@@ -16,6 +16,8 @@ from typing import Any, Callable
 import torch
 import triton
 
+from . import cuda_start
+
 try:  # upstream 3.4+: programmatic dependent launch (CUDA, sm_90+)
     from triton.language.extra.cuda import gdc_launch_dependents, gdc_wait
 
@@ -128,7 +130,9 @@ def direct_launcher(compiled: Any, programs: int, device_index: int, operands: S
 
     This is what ``JITFunction.run`` does after binding and specialising the arguments, in one
     Python call: on a tiny tensor Triton's own path costs more host time than the kernel runs.
-    An integer address also spares the launcher its per-pointer driver query.
+    An integer address also spares the launcher its per-pointer driver query. Where
+    ``cuda_start`` can build its C starter, the start goes through it, past Triton's C launch
+    and the Python that builds that launch's arguments; elsewhere through Triton's C launch.
     """
     try:
         from triton import knobs  # upstream 3.4+
@@ -150,6 +154,26 @@ def direct_launcher(compiled: Any, programs: int, device_index: int, operands: S
         return bool((enter is not None and getattr(enter, "calls", True))
                     or (leave is not None and getattr(leave, "calls", True)))
 
+    get = operator.itemgetter(*operands)
+    data_ptr = torch.Tensor.data_ptr
+    fast = cuda_start.starter(compiled, programs, len(operands), tail)
+    if fast is not None:
+        # The C starter packs everything but the stream and the pointers once, and checks
+        # their alignment itself.
+        if len(operands) == 2:
+            first, second = operands
+
+            def start_fast_two(tensors: tuple) -> bool:
+                return not hooked() and fast(stream_of(device_index),
+                                             tensors[first].data_ptr(),
+                                             tensors[second].data_ptr())
+
+            return start_fast_two
+
+        def start_fast(tensors: tuple) -> bool:
+            return not hooked() and fast(stream_of(device_index), *map(data_ptr, get(tensors)))
+
+        return start_fast
     if len(operands) == 2:
         # The forward's one kernel: its two pointers read without a loop (host time again).
         first, second = operands
@@ -164,8 +188,6 @@ def direct_launcher(compiled: Any, programs: int, device_index: int, operands: S
             return True
 
         return start_two
-    get = operator.itemgetter(*operands)  # three or more: a tuple of tensors
-    data_ptr = torch.Tensor.data_ptr
 
     def start(tensors: tuple) -> bool:
         ptrs = tuple(map(data_ptr, get(tensors)))

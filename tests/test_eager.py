@@ -10,7 +10,7 @@ import torch
 from _ref import assert_close, assert_softmax_close, reference, reference_grad
 
 import npu_softmax
-from npu_softmax import eager, launcher, ops
+from npu_softmax import cuda_start, eager, launcher, ops
 from npu_softmax.checks import supported_dtypes
 
 VARIANTS = [None, "tile", "online", "split"]
@@ -283,24 +283,37 @@ def test_launch_hooks_see_repeat_calls(kernel_device: str, fresh_calls: dict) ->
     assert len(seen) == 3
 
 
+@pytest.mark.parametrize("c_start", [True, False])
 @pytest.mark.parametrize("log", [False, True])
 @pytest.mark.parametrize("variant", VARIANTS)
 def test_kept_launch_starts_directly(kernel_device: str, fresh_calls: dict, variant: str | None,
-                                     log: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+                                     log: bool, c_start: bool,
+                                     monkeypatch: pytest.MonkeyPatch) -> None:
     """On CUDA with upstream Triton 3.4+, every kernel of a kept launch is started directly
     (``_compat.direct_launcher``, never through Triton's launch path again; with 3.5-3.9 not
-    through its Python launcher either), and those starts alone write every element of an
-    output poisoned with NaN."""
+    through its Python launcher either), through ``cuda_start``'s C starter or, where that
+    cannot be built (``c_start`` False), Triton's C launch; those starts alone write every
+    element of an output poisoned with NaN."""
     import triton
 
     if kernel_device != "cuda" or getattr(getattr(triton, "knobs", None), "runtime", None) is None:
         pytest.skip("direct launches exist only on CUDA with upstream Triton 3.4+")
+    starters: list = []
+    if c_start:
+        starter = cuda_start.starter
+        monkeypatch.setattr(cuda_start, "starter",
+                            lambda *args: starters.append(starter(*args)) or starters[-1])
+    else:
+        monkeypatch.setattr(cuda_start, "module", lambda: None)
     fn = npu_softmax.log_softmax if log else npu_softmax.softmax
     for dtype in (torch.float32, torch.bfloat16):
         x = torch.randn(37, 3001, device=kernel_device).mul(4).to(dtype)
         fn(x, -1, variant=variant)
         launch = fresh_calls[eager.forward_signature(x, -1, None, None, variant, log)].launch
         assert all(step.start is not None for step in launch.steps)
+        assert len(starters) == (len(launch.steps) if c_start else 0)
+        assert all(s is not None for s in starters)
+        starters.clear()
         with monkeypatch.context() as m:
             def refuse(*args: object, **kwargs: object) -> None:
                 raise AssertionError("a kept launch went through Triton's launch path")
