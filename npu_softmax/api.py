@@ -59,8 +59,11 @@ def softmax(x: torch.Tensor, dim: int = -1, *, dtype: torch.dtype | None = None,
             overlaps ``x`` partially, or ``out`` is used with autograd.
     """
     if out is None:
-        # A signature seen before skips everything else (see ``eager``).
+        # A signature seen before skips everything else (see ``eager``); a call that autograd
+        # records then goes straight to its autograd function.
         y = eager.repeat_forward(x, dim, dtype, temperature, variant, False)
+        if y is None:
+            y = ops.repeat_recorded(x, dim, dtype, temperature, variant, False)
         if y is not None:
             return y
     elif eager.repeat_into(x, out, dim, dtype, temperature, variant, False):
@@ -78,6 +81,8 @@ def log_softmax(x: torch.Tensor, dim: int = -1, *, dtype: torch.dtype | None = N
     """
     if out is None:
         y = eager.repeat_forward(x, dim, dtype, temperature, variant, True)
+        if y is None:
+            y = ops.repeat_recorded(x, dim, dtype, temperature, variant, True)
         if y is not None:
             return y
     elif eager.repeat_into(x, out, dim, dtype, temperature, variant, True):

@@ -5,9 +5,11 @@ dtypes and device of its inputs, and its other arguments. The first call of a si
 checks, the layout and the plan (``ops``) and keeps the ``launcher.Launch`` it made; a later call
 with the same signature only allocates its output and starts the kernels, a few microseconds of
 host time instead of tens. Forward and backward calls are both kept, and out= and in-place
-calls keep their launch alone (``repeat_into``). ``torch.compile`` tracing,
-``torch.jit.trace`` and tensor subclasses never come here (``plain``), and a signature whose
-first call needed a copy or a cast of an input is not kept.
+calls keep their launch alone (``repeat_into``). A forward call that autograd records runs its
+autograd function on the arguments checked at the signature's first call
+(``recorded_forward``). ``torch.compile`` tracing, ``torch.jit.trace`` and tensor subclasses
+never come here (``plain``), and a signature whose first call needed a copy or a cast of an
+input is not kept.
 """
 
 from __future__ import annotations
@@ -21,13 +23,18 @@ MAX_SIGNATURES = 4096
 
 
 class _Call:
-    """Allocate the output of a known signature and run its launch on ``(*inputs, output)``."""
+    """Allocate the output of a known signature and run its launch on ``(*inputs, output)``.
 
-    __slots__ = ("shape", "dtype", "device", "like", "launch")
+    A forward signature's call also keeps its checked arguments (``checked``: the wrapped
+    ``dim``, output dtype, ``temperature`` as a float, ``log``, ``variant``), which a repeat
+    that autograd records hands to the autograd function without checking them again."""
+
+    __slots__ = ("shape", "dtype", "device", "like", "launch", "checked")
 
     def __init__(self, inputs: tuple[torch.Tensor, ...], out: torch.Tensor,
-                 launch: Launch) -> None:
+                 launch: Launch, checked: tuple | None = None) -> None:
         self.shape, self.dtype, self.device, self.launch = out.shape, out.dtype, out.device, launch
+        self.checked = checked
         # The output is a new contiguous tensor. Where an input has its dtype and strides,
         # empty_like makes it with less argument parsing than empty (host time, again).
         self.like = next((i for i, t in enumerate(inputs)
@@ -121,6 +128,25 @@ def repeat_forward(x: object, dim: object, dtype: object, temperature: object, v
     return None if call is None else call(x)
 
 
+def recorded_forward(x: object, dim: object, dtype: object, temperature: object,
+                     variant: object, log: bool) -> tuple[tuple, tuple] | None:
+    """The ``forward_signature`` and kept checked arguments of a public forward call that
+    autograd records (``x`` a plain tensor that requires grad, grad mode on; no tracing, no
+    autocast, no ``torch.func`` transform), when the signature is kept; None otherwise."""
+    if (type(x) is not torch.Tensor or not (x.requires_grad and torch.is_grad_enabled())
+            or torch.compiler.is_compiling() or _any_autocast() or _jit_tracing()
+            or torch._C._functorch.is_functorch_wrapped_tensor(x)):
+        return None
+    try:
+        key = forward_signature(x, dim, dtype, temperature, variant, log)
+        call = _calls.get(key)
+    except (TypeError, RuntimeError):
+        return None
+    if type(call) is not _Call or call.checked is None:
+        return None
+    return key, call.checked
+
+
 def into_signature(x: torch.Tensor, out: torch.Tensor, dim: object, dtype: object,
                    temperature: object, variant: object, log: bool, tag: str = "into") -> tuple:
     """The key of a public out= or in-place call (``out`` is ``x`` in place):
@@ -175,12 +201,12 @@ def repeat(key: tuple, *inputs: torch.Tensor) -> torch.Tensor | None:
 
 
 def remember(key: tuple, inputs: tuple[torch.Tensor, ...], out: torch.Tensor,
-             launch: Launch | None) -> None:
+             launch: Launch | None, checked: tuple | None = None) -> None:
     """Keep the ``launch`` that wrote ``out`` (a new contiguous tensor) from ``inputs`` for
-    signature ``key``; nothing when the first call could not launch on its tensors as given
-    (``launch`` None)."""
+    signature ``key``, with a forward's ``checked`` arguments; nothing when the first call
+    could not launch on its tensors as given (``launch`` None)."""
     if launch is not None:
-        _keep(key, _Call(inputs, out, launch))
+        _keep(key, _Call(inputs, out, launch, checked))
 
 
 def _keep(key: tuple, kept: _Call | Launch) -> None:

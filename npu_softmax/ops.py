@@ -214,7 +214,7 @@ def eager_forward(key: tuple, x: Tensor, dim: int, out_dtype: torch.dtype, tempe
     y = eager.repeat(key, x)
     if y is None:
         y, launch = run_forward(x, dim, out_dtype, temperature, log, variant)
-        eager.remember(key, (x,), y, launch)
+        eager.remember(key, (x,), y, launch, (dim, out_dtype, temperature, log, variant))
     return y
 
 
@@ -322,6 +322,19 @@ def _batch_forward(xb: Tensor, dim: int, out_dtype: torch.dtype, temperature: fl
     if xb.dim() == 1:
         return checked_forward(xb[:, None], 1, out_dtype, temperature, log, variant)[:, 0]
     return checked_forward(xb, dim + 1, out_dtype, temperature, log, variant)
+
+
+def repeat_recorded(x: object, dim: object, dtype: object, temperature: object,
+                    variant: object, log: bool) -> Optional[Tensor]:
+    """The output of a public forward call that autograd records, when its signature is kept
+    (``eager.recorded_forward``): ``_EagerAutograd`` on the arguments checked at the
+    signature's first call, which a repeat need not check again. None otherwise; the caller
+    then takes the full path."""
+    found = eager.recorded_forward(x, dim, dtype, temperature, variant, log)
+    if found is None:
+        return None
+    key, checked = found
+    return _EagerAutograd.apply(key, x, *checked)
 
 
 def checked_forward(x: Tensor, dim: int, out_dtype: torch.dtype, temperature: float, log: bool,

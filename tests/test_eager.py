@@ -10,7 +10,7 @@ import torch
 from _ref import assert_close, assert_softmax_close, reference, reference_grad
 
 import npu_softmax
-from npu_softmax import cuda_start, eager, launcher, ops
+from npu_softmax import checks, cuda_start, eager, launcher, ops
 from npu_softmax.checks import supported_dtypes
 
 VARIANTS = [None, "tile", "online", "split"]
@@ -343,6 +343,52 @@ def test_eager_autograd_matches_the_op(device: str, fresh_calls: dict) -> None:
                                   create_graph=True)
     (ddx64,) = torch.autograd.grad(dx64.pow(2).sum(), x64)
     assert_close(ddx, ddx64, torch.float32, scale=4)
+
+
+@pytest.mark.parametrize("first_records", [True, False])
+@pytest.mark.parametrize("log", [False, True])
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_repeat_calls_that_autograd_records_skip_the_checks(
+        device: str, fresh_calls: dict, variant: str | None, log: bool, first_records: bool,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A repeat of a signature (first seen with or without autograd) whose call autograd
+    records checks and plans nothing, and gives the output and gradient of a checked call,
+    with a temperature and an output dtype; with grad off, or an input that does not require
+    grad, it is an ordinary repeat."""
+    if not launcher.serves(torch.device(device)):
+        variant = None
+    fn, torch_fn = ((npu_softmax.log_softmax, torch.log_softmax) if log
+                    else (npu_softmax.softmax, torch.softmax))
+    shape = (13, 2001)
+
+    def call(x: torch.Tensor) -> torch.Tensor:
+        return fn(x, 1, dtype=torch.float32, temperature=2.5, variant=variant)
+
+    x = torch.randn(shape, device=device, dtype=torch.bfloat16).mul(3)
+    call(x.clone().requires_grad_(first_records))
+    kept = launcher.serves(torch.device(device))  # not the CPU's torch fallback
+    assert len(fresh_calls) == kept
+    with monkeypatch.context() as m:
+        if kept:
+            def refuse(*args: object, **kwargs: object) -> None:
+                raise AssertionError("a repeat call was checked or planned again")
+
+            # (The backward's first call of its signature plans, in the loop.)
+            m.setattr(checks, "check_args", refuse)
+            m.setattr(launcher, "launch_softmax", refuse)
+        for _ in range(2):
+            x = torch.randn(shape, device=device, dtype=torch.bfloat16).mul(3).requires_grad_()
+            dy = torch.randn(shape, device=device)
+            y = call(x)
+            assert y.dtype == torch.float32 and y.requires_grad
+            assert_close(y, reference(x, 1, log, temperature=2.5), torch.float32)
+            (dx,) = torch.autograd.grad(y, x, dy)
+            expected = reference_grad(torch_fn, x.float(), dy, 1, temperature=2.5)
+            assert dx.dtype == torch.bfloat16
+            assert_close(dx.float(), expected, torch.bfloat16)
+            with torch.no_grad():
+                assert not call(x).requires_grad
+            assert not call(x.detach()).requires_grad
 
 
 @pytest.mark.parametrize("variant", VARIANTS)
