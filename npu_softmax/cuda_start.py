@@ -75,10 +75,10 @@ def module() -> ModuleType | None:
     cache; None where it cannot be built or loaded here (the caller keeps Triton's launch)."""
     from triton.runtime.cache import get_cache_manager
 
-    key = hashlib.sha256(b"\0".join([
-        SOURCE.read_bytes(), sys.version.encode(), triton.__version__.encode(),
-        str(_cuda_include()).encode()])).hexdigest()
     try:
+        key = hashlib.sha256(b"\0".join([
+            SOURCE.read_bytes(), sys.version.encode(), triton.__version__.encode(),
+            str(_cuda_include()).encode()])).hexdigest()
         cache = get_cache_manager(key)
         path = cache.get_file(MODULE + ".so")
         if path is None:
