@@ -145,7 +145,6 @@ def direct_launcher(compiled: Any, programs: int, device_index: int, operands: S
         return None
     stream_of = triton.runtime.driver.active.get_current_stream
     hooks = knobs.runtime
-    call, head, as_tuple = _launch_entry(run, packed)
 
     def hooked() -> bool:
         # A launch hook is a function, None, or (upstream 3.5+) a chain of functions, maybe
@@ -174,6 +173,7 @@ def direct_launcher(compiled: Any, programs: int, device_index: int, operands: S
             return not hooked() and fast(stream_of(device_index), *map(data_ptr, get(tensors)))
 
         return start_fast
+    call, head, as_tuple = _launch_entry(run, packed)
     if len(operands) == 2:
         # The forward's one kernel: its two pointers read without a loop (host time again).
         first, second = operands
