@@ -21,7 +21,7 @@ from typing import Any, Callable
 import torch
 import triton
 
-from . import _compat
+from . import _compat, direct_launch
 from . import kernels as K
 from . import kernels_backward as KB
 from . import kernels_cols as KC
@@ -266,7 +266,7 @@ class _Step:
 
     On CUDA, once Triton has launched the step with every pointer 16-byte aligned, the step
     keeps that binary and starts it directly on later aligned calls (``start``, from
-    ``_compat.direct_launcher``), skipping Triton's per-call binding and specialisation of the
+    ``direct_launch.direct_launcher``), skipping Triton's per-call binding and specialisation of the
     arguments, which is most of a small call's host time. The scalars are fixed by the call's
     signature, so the binary's integer specialisation holds; pointer alignment is checked per
     call.
@@ -307,8 +307,8 @@ class _Step:
             # The direct launcher takes every parameter in order, constexpr values included.
             names = self.kernel.arg_names[len(self.operands) + len(self.scalars):]
             tail = (*self.scalars, *(self.constexprs[name] for name in names))
-            self.start = _compat.direct_launcher(compiled, grid, device_index, self.operands,
-                                                 tail)
+            self.start = direct_launch.direct_launcher(compiled, grid, device_index,
+                                                       self.operands, tail)
 
 
 class Launch:

@@ -290,7 +290,7 @@ def test_kept_launch_starts_directly(kernel_device: str, fresh_calls: dict, vari
                                      log: bool, c_start: bool,
                                      monkeypatch: pytest.MonkeyPatch) -> None:
     """On CUDA with upstream Triton 3.4+, every kernel of a kept launch is started directly
-    (``_compat.direct_launcher``, never through Triton's launch path again; with 3.5-3.9 not
+    (``direct_launch.direct_launcher``, never through Triton's launch path again; with 3.5-3.9 not
     through its Python launcher either), through ``cuda_start``'s C starter or, where that
     cannot be built (``c_start`` False), Triton's C launch; those starts alone write every
     element of an output poisoned with NaN."""
