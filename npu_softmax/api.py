@@ -184,7 +184,5 @@ def _fx_node(fn: object, tensors: tuple[object, ...], args: tuple,
 
 
 def _no_grad(fn: str, x: torch.Tensor, out: torch.Tensor) -> None:
-    # As torch's out= functions: a result written into a given buffer is not differentiable.
     if torch.is_grad_enabled() and (x.requires_grad or out.requires_grad):
-        raise RuntimeError(f"{fn}: out= and in-place results do not support autograd (an "
-                           "input requires grad); call it without out= or under torch.no_grad()")
+        raise RuntimeError(checks.no_grad_into_message(fn))

@@ -169,3 +169,10 @@ def device_message(fn: str, device: torch.device) -> str:
     return (f"{fn}: the tensor is on {str(device)!r} but {active}; move it to a "
             "served device or install the Triton build for it (triton-ascend + torch_npu for "
             "'npu', upstream triton for 'cuda')")
+
+
+def no_grad_into_message(fn: str) -> str:
+    """The error of an out= or in-place call that autograd would have to record: as torch's
+    out= functions, a result written into a given buffer is not differentiable."""
+    return (f"{fn}: out= and in-place results do not support autograd (an input requires "
+            "grad); call it without out= or under torch.no_grad()")

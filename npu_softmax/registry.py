@@ -20,6 +20,8 @@ from typing import Callable
 
 import torch
 
+from . import checks
+
 _LIB = torch.library.Library("npu_softmax", "DEF")
 _BELOW_AUTOGRAD = torch._C._after_autograd_keyset
 _BELOW_INPLACE_OR_VIEW = torch._C._after_ADInplaceOrView_keyset
@@ -92,8 +94,7 @@ def _no_derivative(op: torch._ops.OpOverload) -> GradFn:
 
 def _refuse_grad(op: torch._ops.OpOverload) -> GradFn:
     def refuse(below: torch.DispatchKeySet, *args: object) -> None:
-        raise RuntimeError(f"{op}: out= and in-place results do not support autograd (an "
-                           "argument requires grad); call it under torch.no_grad()")
+        raise RuntimeError(checks.no_grad_into_message(str(op)))
     return refuse
 
 
