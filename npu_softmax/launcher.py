@@ -266,8 +266,8 @@ class _Step:
 
     On CUDA, once Triton has launched the step with every pointer 16-byte aligned, the step
     keeps that binary and starts it directly on later aligned calls (``start``, from
-    ``direct_launch.direct_launcher``), skipping Triton's per-call binding and specialisation of the
-    arguments, which is most of a small call's host time. The scalars are fixed by the call's
+    ``direct_launch.direct_launcher``), skipping Triton's per-call binding and specialisation of
+    the arguments, which is most of a small call's host time. The scalars are fixed by the call's
     signature, so the binary's integer specialisation holds; pointer alignment is checked per
     call.
 
