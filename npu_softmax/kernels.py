@@ -566,11 +566,18 @@ def softmax_tile_kernel(
     y_outer_stride, y_inner_stride, y_col_stride, scale,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, TAIL_N: tl.constexpr, INDEX_64: tl.constexpr,
     LOG: tl.constexpr, STORE_CACHE: tl.constexpr, VEC: tl.constexpr, ALIGN: tl.constexpr,
+    BODY: tl.constexpr = False, Y_LIKE_X: tl.constexpr = False,
 ):
     """Rows that fit on chip: a ``BLOCK_M x BLOCK_N`` tile of whole rows per iteration (and a
     ``BLOCK_M x TAIL_N`` one for columns ``BLOCK_N`` on, as in the row kernel). With ``VEC`` > 1
-    (no tail; ``BLOCK_N`` at least ``n_cols + VEC - 1``) each row is read through its aligned
-    ``_window``, and lane ``j`` of a row holds column ``j - lead``.
+    (contiguous rows, no tail) each row is read in 16-byte vectors:
+
+    * through its aligned ``_window`` (``BLOCK_N`` at least ``n_cols + VEC - 1``): lane ``j`` of
+      a row holds column ``j - lead``; the stores are of single elements;
+    * with ``BODY``, from its aligned body (``_aligned_body``): lane ``j`` holds column
+      ``a + j`` of the row's own ``a``, and the fewer than ``2 * VEC`` elements around the body
+      are loaded and stored apart. With ``Y_LIKE_X`` (every output row sits in its 16-byte
+      blocks as its input row does: ``launcher.rows_alike``) the body is stored as vectors too.
 
     A tile is loaded whole before it is stored, so ``y`` may be ``x`` (in place).
     """
@@ -578,6 +585,7 @@ def softmax_tile_kernel(
     tl.static_assert(VEC == 1 or TAIL_N == 0)
     OUT_TY: tl.constexpr = y_ptr.dtype.element_ty
     ACC_TY: tl.constexpr = tl.float64 if OUT_TY == tl.float64 else tl.float32
+    ITEM: tl.constexpr = x_ptr.dtype.element_ty.primitive_bitwidth // 8
     lanes = _widen(tl.arange(0, BLOCK_N), INDEX_64)[None, :]
     n_blocks = tl.cdiv(n_rows, BLOCK_M)
     for block in tl.range(tl.program_id(0), n_blocks, tl.num_programs(0)):
@@ -585,7 +593,17 @@ def softmax_tile_kernel(
         row_mask = (rows < n_rows)[:, None]
         x_start = _row_start(rows, n_inner, x_outer_stride, x_inner_stride, ALIGN)
         # 2-byte tiles stay as loaded until used (``_hold``).
-        if VEC > 1:
+        if VEC > 1 and BODY:
+            # One body per row (columns of pointers and counts: multiple_of takes 1-d tensors).
+            x_row = x_ptr + x_start
+            x_body, a, n_body = _aligned_body(x_row, n_cols, VEC)
+            cols = lanes
+            mask = row_mask & (lanes < n_body[:, None])
+            x = _hold(_load_raw(x_body[:, None] + lanes, mask, ""), scale, ACC_TY)
+            e, e_mask = _edge_lanes(a[:, None], n_body[:, None], n_cols, VEC)
+            e_mask = row_mask & e_mask
+            xe = _load(x_row[:, None] + e, e_mask, scale, ACC_TY, "")
+        elif VEC > 1:
             # One window per row (a column of pointers: multiple_of takes 1-d tensors).
             base, lead, span = _window(x_ptr + x_start, n_cols, VEC)
             lead = lead[:, None]
@@ -606,17 +624,29 @@ def softmax_tile_kernel(
             xt = _hold(_load_raw(x_ptr + x_start[:, None] + t_cols[None, :] * x_col_stride,
                                  t_mask, ""), scale, ACC_TY)
             m = tl.maximum(m, _held_max(xt, scale, ACC_TY, 1))
+        if VEC > 1 and BODY:
+            m = tl.maximum(m, tl.max(xe, axis=1))
         shift = _safe_shift(m)[:, None]
         d = tl.sum(_exp(_use(x, scale, ACC_TY) - shift), axis=1)
         if TAIL_N > 0:
             d += tl.sum(_exp(_use(xt, scale, ACC_TY) - shift), axis=1)
+        if VEC > 1 and BODY:
+            d += tl.sum(_exp(xe - shift), axis=1)
         norm = _norm(d, LOG)[:, None]
-        y_start = _row_start(rows, n_inner, y_outer_stride, y_inner_stride, ALIGN)[:, None]
-        tl.store(y_ptr + y_start + cols * y_col_stride,
-                 _finish(_use(x, scale, ACC_TY), shift, norm, LOG).to(OUT_TY), mask=mask,
+        y_start = _row_start(rows, n_inner, y_outer_stride, y_inner_stride, ALIGN)
+        y_cols = y_ptr + y_start[:, None] + cols * y_col_stride
+        if VEC > 1 and BODY:
+            y_row = y_ptr + y_start
+            tl.store(y_row[:, None] + e, _finish(xe, shift, norm, LOG).to(OUT_TY), mask=e_mask,
+                     cache_modifier=STORE_CACHE)
+            y_body = y_row + a
+            if Y_LIKE_X:
+                y_body = tl.multiple_of(y_body, VEC * ITEM)
+            y_cols = y_body[:, None] + lanes
+        tl.store(y_cols, _finish(_use(x, scale, ACC_TY), shift, norm, LOG).to(OUT_TY), mask=mask,
                  cache_modifier=STORE_CACHE)
         if TAIL_N > 0:
-            tl.store(y_ptr + y_start + t_cols[None, :] * y_col_stride,
+            tl.store(y_ptr + y_start[:, None] + t_cols[None, :] * y_col_stride,
                      _finish(_use(xt, scale, ACC_TY), shift, norm, LOG).to(OUT_TY),
                      mask=t_mask, cache_modifier=STORE_CACHE)
 

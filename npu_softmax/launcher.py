@@ -392,7 +392,9 @@ def prepare_softmax(x_dtype: torch.dtype, y_dtype: torch.dtype, device: torch.de
     vec = be.window_vec(layout, p, x_dtype.itemsize)
     align = be.row_align(layout, itemsize, vec)
     like = rows_alike(layout, vec, x_dtype, y_dtype)
-    key = (p, x_dtype, y_dtype, log, be.name, device.type, device_index, vec, align, like,
+    # Tiles of several rows read from each row's aligned body rather than through windows.
+    body = vec > 1 and be.tile_bodies(p, x_dtype.itemsize)
+    key = (p, x_dtype, y_dtype, log, be.name, device.type, device_index, vec, align, like, body,
            *sorted(options.items()))
     rows = (layout.n_rows, layout.n_cols, layout.n_inner)
     flags = {"BLOCK_N": p.block_n, "INDEX_64": p.index_64, "LOG": log,
@@ -406,7 +408,8 @@ def prepare_softmax(x_dtype: torch.dtype, y_dtype: torch.dtype, device: torch.de
     elif p.variant == "tile":
         steps = (_Step(K.softmax_tile_kernel, key, triton.cdiv(layout.n_rows, p.block_m),
                        (1, 0), every_row,
-                       {**flags, "BLOCK_M": p.block_m, "TAIL_N": p.tail_n, "VEC": vec}, options),)
+                       {**flags, "BLOCK_M": p.block_m, "TAIL_N": p.tail_n, "VEC": vec,
+                        "BODY": body, "Y_LIKE_X": like and body}, options, like=(1, 0)),)
     elif p.variant == "online":
         lanes = be.stat_lanes(p, x_dtype.itemsize)
         # The last chunk holds at least the first pass's lanes (whole chunks: BLOCK_N).

@@ -37,12 +37,22 @@ def test_cuda_windows_short_misaligned_tiles_and_looped_rows(dtype: torch.dtype,
                                                              vec: int) -> None:
     be = CudaBackend("cuda", 90)
     size = dtype.itemsize
-    # Tiles of float32 rows only: 2-byte tiles ran faster as they are on the H100, and so did
-    # float32 tiles of four 512-lane rows (2-byte rows of that length go one to a program).
+    # Windows in tiles of float32 rows only: 2-byte tiles ran faster as they are on the H100,
+    # and so did float32 tiles of four 512-lane rows. 2-byte rows of 257-512 elements go two
+    # to a tile, each read from its aligned body (runs of 2-4 elements too); longer ones one to
+    # a program, as they are.
     p, got = _vec(be, (8192, 201), size)
     assert (p.variant, got) == ("tile", vec if size == 4 else 1) and p.block_m > 1
-    p, got = _vec(be, (8192, 333), size)
-    assert (p.variant, got) == ("tile", 1) and (p.block_m == 1) == (size == 2)
+    for cols in (333, 300, 500, 257):
+        p, got = _vec(be, (8192, cols), size)
+        rows = be.for_layout(row_layout((8192, cols), 1, (cols, 1), (cols, 1)), size)
+        assert (p.variant, got) == ("tile", 1 if size == 4 else vec), cols
+        assert rows.tile_bodies(p, size) == (size == 2) and p.tail_n == 0, cols
+        assert p.block_m == 2 if size == 2 else p.block_m > 1, cols
+    p, got = _vec(be, (8192, 600), size)
+    assert (p.block_m == 1, got) == (size == 2, 1)
+    assert not be.for_layout(row_layout((8192, 336), 1, (336, 1), (336, 1)), size).tile_bodies(
+        _vec(be, (8192, 336), size)[0], size)
     # Rows of whole vectors load as vectors already (16-divisible, or through ``ALIGN``), rows
     # of 8-byte runs as such (``ALIGN``), and so do tiles of several rows of 4-byte runs; longer
     # rows of 4-byte runs (2-byte elements in pairs) keep windows. Strided rows cannot use one.
@@ -89,6 +99,12 @@ def test_windows_off_on_ascend_on_wherever_they_apply_under_the_interpreter() ->
         assert _vec(InterpreterBackend(), (64, 3500), 4, variant=variant, cores=4)[1] == 1
         assert _vec(InterpreterBackend(), (64, 3502), 4, variant=variant, cores=4)[1] == 1
     assert _vec(InterpreterBackend(), (64, 3001), 4, variant="tile", cores=4)[1] == 1
+    # Tiles of 2-byte rows in 512 lanes with no tail (385-512 elements) read the rows' bodies,
+    # as CUDA's do; float32 ones take windows.
+    for size, vec in ((2, 8), (4, 4)):
+        p, got = _vec(InterpreterBackend(), (64, 457), size, cores=4)
+        assert (p.block_m > 1, p.tail_n, got) == (True, 0, vec)
+        assert InterpreterBackend().tile_bodies(p, size) == (size == 2)
     # One row per block (the row kernel), with a tail block too (2048 + 1024 lanes).
     p, got = _vec(InterpreterBackend(), (3, 3001), 2, variant="tile", cores=4)
     assert (p.block_m, p.tail_n, got) == (1, 1024, 8)
@@ -104,7 +120,8 @@ def test_windows_off_on_ascend_on_wherever_they_apply_under_the_interpreter() ->
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16])
 # Three rows: one to a block (the row kernel, reading its aligned body), 20001 columns forced
 # to ``tile`` in a head and a tail block on CUDA too (the split kernels by the launcher's plan).
-@pytest.mark.parametrize("rows,cols", [(19, 333), (19, 3502), (3, 3001), (3, 20001)])
+@pytest.mark.parametrize("rows,cols", [(19, 333), (19, 457), (19, 3502), (3, 3001),
+                                       (3, 20001)])
 def test_misaligned_tensors_views_and_outputs(kernel_device: str, variant: str | None,
                                               dtype: torch.dtype, rows: int, cols: int) -> None:
     """Inputs and outputs starting anywhere in a 16-byte block, a column slice (rows of another
@@ -151,8 +168,9 @@ def test_neighbour_nan_and_inf_stay_out_of_a_row(kernel_device: str, variant: st
     assert_softmax_close(out, ref)
 
 
-#: Compiles the tile kernel (4 rows of 512 lanes), the row kernel (a head of 4096 lanes and a
-#: tail of 1024) or the online kernel (chunks of 4096, ``Y_LIKE_X`` as given) for an sm_90 GPU
+#: Compiles the tile kernel (4 rows of 512 lanes, through windows, or with ``body`` from their
+#: aligned bodies, ``Y_LIKE_X`` as given), the row kernel (a head of 4096 lanes and a tail of
+#: 1024) or the online kernel (chunks of 4096, ``Y_LIKE_X`` as given) for an sm_90 GPU
 #: (no GPU needed; pointers 16-byte aligned, the other arguments as the launcher passes a
 #: contiguous row matrix of a length not divisible by 16, with the given ``VEC`` and ``ALIGN``)
 #: and prints the PTX's global load and store instructions, and how many stores are of one
@@ -174,8 +192,9 @@ runtime = {"y_ptr": "*" + dtype, "x_ptr": "*" + dtype, "n_rows": "i32", "n_cols"
            "n_inner": "i32", "x_outer_stride": "i32", "y_outer_stride": "i32", "scale": "fp32"}
 fixed = {"x_inner_stride": 0, "x_col_stride": 1, "y_inner_stride": 0, "y_col_stride": 1,
          "INDEX_64": False, "LOG": False, "STORE_CACHE": "", "VEC": vec, "ALIGN": align}
-if kernel == "tile":
-    fn, fixed = K.softmax_tile_kernel, {**fixed, "BLOCK_M": 4, "BLOCK_N": 512, "TAIL_N": 0}
+if kernel in ("tile", "body"):
+    fn, fixed = K.softmax_tile_kernel, {**fixed, "BLOCK_M": 4, "BLOCK_N": 512, "TAIL_N": 0,
+                                        "BODY": kernel == "body", "Y_LIKE_X": like}
 elif kernel == "online":
     fn, fixed = K.softmax_online_kernel, {**fixed, "BLOCK_N": 4096, "LAST_N": 4096,
                                           "FIRST_EVICT": "", "SECOND_EVICT": "",
@@ -239,6 +258,18 @@ def test_an_output_laid_out_like_the_input_compiles_no_element_stores_for_the_bo
     tested = _global_accesses(dtype, vec, "online", 1, like=False)
     assert any(".v4." in op for op in alike["st"])
     assert alike["element_st"] < tested["element_st"]
+
+
+@pytest.mark.parametrize("dtype,vec", [("fp32", 4), ("bf16", 8)])
+def test_tiles_read_from_row_bodies_load_and_store_vectors(dtype: str, vec: int) -> None:
+    """The tile kernel with ``BODY`` loads each row's aligned body as 16-byte vectors, and
+    stores it so with ``Y_LIKE_X``; an output aligned otherwise takes element stores."""
+    alike = _global_accesses(dtype, vec, "body", 1, like=True)
+    other = _global_accesses(dtype, vec, "body", 1, like=False)
+    for ops in (alike, other):
+        assert any(".v4." in op for op in ops["ld"])
+    assert any(".v4." in op for op in alike["st"])
+    assert other["st"] and not any(".v" in op for op in other["st"])
 
 
 def test_rows_alike() -> None:

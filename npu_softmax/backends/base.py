@@ -20,10 +20,12 @@ def head_tail(n_cols: int) -> int:
     return tail if tail < head else 0
 
 
-def window_fit(layout: RowLayout, plan: Plan, itemsize: int) -> int:
+def window_fit(layout: RowLayout, plan: Plan, itemsize: int, bodies: bool = False) -> int:
     """The elements of 16 bytes where the kernels of ``plan`` can read the rows of ``layout``
     (input elements of ``itemsize`` bytes) through aligned windows (``kernels``' module
-    docstring), 1 where they read rows as they are, on any target.
+    docstring), 1 where they read rows as they are, on any target. With ``bodies`` (a tile of
+    several rows read from each row's aligned body, ``Backend.tile_bodies``) every row that is
+    not whole vectors fits, runs of 2-4 elements included.
 
     Windows need contiguous row elements (in the output too), and rows that are not whole
     runs of 8 bytes (``RowLayout.row_align``): rows of such runs load them through the kernels'
@@ -38,8 +40,12 @@ def window_fit(layout: RowLayout, plan: Plan, itemsize: int) -> int:
     vec = 16 // itemsize
     align = layout.row_align(itemsize)
     several_rows = plan.variant == "tile" and plan.block_m > 1
-    if (vec < 2 or plan.block_n < vec or align > 1 and (align * itemsize >= 8 or several_rows)
-            or layout.x_strides[2] != 1 or layout.y_strides[2] != 1):
+    if (vec < 2 or plan.block_n < vec or align == vec or layout.x_strides[2] != 1
+            or layout.y_strides[2] != 1):
+        return 1
+    if bodies:
+        return vec
+    if align > 1 and (align * itemsize >= 8 or several_rows):
         return 1
     if several_rows and (plan.tail_n or layout.n_cols + vec - 1 > plan.block_n):
         return 1
@@ -138,7 +144,16 @@ class Backend:
     def window_vec(self, layout: RowLayout, plan: Plan, itemsize: int) -> int:
         """The kernels' ``VEC`` for ``plan`` on rows of ``layout`` whose input elements take
         ``itemsize`` bytes: ``window_fit``'s where this target ``windows`` the plan, else 1."""
-        return window_fit(layout, plan, itemsize) if self.windows(plan, itemsize) else 1
+        if not self.windows(plan, itemsize):
+            return 1
+        return window_fit(layout, plan, itemsize, self.tile_bodies(plan, itemsize))
+
+    def tile_bodies(self, plan: Plan, itemsize: int) -> bool:
+        """Whether the tile kernel reads the rows of ``plan`` (several to a tile, with no tail)
+        that are not 16-byte aligned from their aligned bodies rather than through windows
+        (``kernels.softmax_tile_kernel``'s ``BODY``), where it reads them as vectors at all
+        (``window_vec``); never here."""
+        return False
 
     def stat_lanes(self, plan: Plan, itemsize: int) -> int:
         """Running maxima and sums the online kernel keeps in its first pass over a row of

@@ -75,6 +75,10 @@ WINDOW_TILE_LANES = {4: 1024, 2: 128}
 #: Lanes of the 2-byte rows that are not 16-byte aligned which the forward runs one to a program,
 #: with one warp: more than 256 and at most 1024 (head and tail included).
 ONE_WARP_ROW_LANES = (257, 1024)
+#: ... but those in blocks of ``BODY_TILE_LANES`` (257-512 elements) go ``BODY_TILE_ROWS`` to a
+#: one-warp tile, each read and written from its aligned body (``CudaBackend._body_tile``).
+BODY_TILE_LANES = 512
+BODY_TILE_ROWS = 2
 #: Longest 2-byte row the online kernel reads in chunks of 16384 rather than 32768 elements.
 MAX_HALF_CHUNK_COLS = 5 * 16384
 #: Longest 2-byte row the forward's online kernel reads in chunks of ``SHORT_HALF_CHUNK``
@@ -328,6 +332,8 @@ class CudaBackend(Backend):
         if plan.variant == "tile" and plan.block_m == 1:
             return itemsize <= 4 and plan.block_n + plan.tail_n > MIN_WINDOW_ROW_LANES
         if plan.variant == "tile":
+            if self.tile_bodies(plan, itemsize):
+                return True
             if itemsize == 4 and plan.block_n == 512:
                 return False
             return plan.block_n <= WINDOW_TILE_LANES.get(itemsize, 0)
@@ -447,6 +453,8 @@ class CudaBackend(Backend):
         # fp32 65536x333 2626 -> 2664 and 2547 -> 2592, 16384x300 2090 -> 2323 and
         # 1982 -> 2051, 32768x500 2722 -> 2773 and 2546 -> 2631 (tiles of 2048 elements lost
         # for 256-lane rows: 65536x200 2486 -> 2179).
+        if self._body_tile(block_n, itemsize):
+            return BODY_TILE_ROWS
         if self._one_warp_row(block_n, itemsize):
             return 1
         rows = super().rows_per_block(block_n, n_rows, n_cores, itemsize)
@@ -503,7 +511,7 @@ class CudaBackend(Backend):
         # unaligned rows take tails of up to an eighth too. (Only the forward takes tails.)
         block = triton.next_power_of_2(n_cols)
         if self._short_half_row(block, itemsize):
-            return head_tail(n_cols)
+            return 0 if self._body_tile(block, itemsize) else head_tail(n_cols)
         tail = super().tail_block(n_cols, itemsize)
         return tail if itemsize == 2 and tail <= block // 8 else 0
 
@@ -537,6 +545,24 @@ class CudaBackend(Backend):
         # 2621 -> 2646) and keep their tiles.
         return self._short_half_row(lanes, itemsize) and (
             self.unaligned_rows or lanes & (lanes - 1) != 0)
+
+    def _body_tile(self, lanes: int, itemsize: int) -> bool:
+        # The forward's 2-byte rows of 257-512 elements that are not 16-byte aligned (a block of
+        # ``lanes``, no tail) go ``BODY_TILE_ROWS`` to a one-warp tile, each row read and
+        # written as vectors from its aligned body (``tile_bodies``), rather than one to a
+        # one-warp program with element loads and stores (``_one_warp_row``). Lab kernel on the
+        # H100 (2026-11-27, thirty-ninth session, docs/tuning.md), one process, best of 3,
+        # against the API's one-warp rows: bf16 65536x333 2251 -> 2365 GB/s, 8192x333 1089 ->
+        # 1215, 16384x300 1333 -> 1546, 131072x300 2437 -> 2523, 32768x500 2245 -> 2293, fp16
+        # 65536x333 2212 -> 2345. Rows of 513-1024 lanes lost so (bf16 8192x600 1640 -> 1392,
+        # 2048x1000 1061 -> 933), as did rows of up to 128 against their windows (bf16
+        # 131072x50 1492 -> 1155) and float32 rows (fp32 65536x333 2712 -> 2643).
+        return (self.streams == 1 and itemsize == 2 and self.unaligned_rows
+                and lanes == BODY_TILE_LANES)
+
+    def tile_bodies(self, plan: Plan, itemsize: int) -> bool:
+        return (plan.variant == "tile" and plan.block_m > 1 and not plan.tail_n
+                and self._body_tile(plan.block_n, itemsize))
 
     def options(self, plan: Plan, itemsize: int) -> dict[str, Any]:
         # One stage: the persistent loop keeps enough rows in flight through occupancy instead.
@@ -575,6 +601,8 @@ class CudaBackend(Backend):
             return 4 if elems <= 4096 else 8 if elems <= 8192 else 16
         if plan.variant == "tile" and block_m == 1 and self._one_warp_row(block_n + tail_n,
                                                                            itemsize):
+            return 1
+        if self.tile_bodies(plan, itemsize):
             return 1
         if (plan.variant == "online" and itemsize == 2 and self.streams == 1
                 and block_n == SHORT_HALF_CHUNK):
