@@ -84,9 +84,8 @@ def test_cuda_few_aligned_float32_rows_of_1024_lanes_go_in_small_tiles(
     assert launcher.plan(layout, 4, 132, be, streams=2).block_m == backward
 
 
-@pytest.mark.parametrize("n_cols,tail", [(257, 1), (300, 64), (333, 128), (500, 0),
-                                         (602, 128), (777, 0), (1002, 0)])
-def test_cuda_unaligned_2_byte_rows_of_257_to_1024_go_one_to_a_one_warp_program(
+@pytest.mark.parametrize("n_cols,tail", [(602, 128), (777, 0), (1002, 0)])
+def test_cuda_unaligned_2_byte_rows_of_513_to_1024_go_one_to_a_one_warp_program(
         n_cols: int, tail: int) -> None:
     """Such rows run the row kernel with one warp in the forward, as a head of half their
     power-of-two block and a tail where that takes fewer lanes than the block; the backward
@@ -104,6 +103,29 @@ def test_cuda_unaligned_2_byte_rows_of_257_to_1024_go_one_to_a_one_warp_program(
     assert launcher.plan(layout, 4, 132, be).block_m > 1
     aligned = _contiguous(65536, 512)
     assert launcher.plan(aligned, 2, 132, be).block_m > 1
+
+
+@pytest.mark.parametrize("n_rows", [1, 3, 100, 65536])
+@pytest.mark.parametrize("n_cols", [257, 300, 333, 500, 511])
+def test_cuda_unaligned_2_byte_rows_of_257_to_512_go_two_to_a_one_warp_body_tile(
+        n_rows: int, n_cols: int) -> None:
+    """Such rows, runs of 2-4 elements included, go two to a one-warp tile in one block of 512
+    lanes, read and written from their aligned bodies (``VEC``, ``tile_bodies``), however few;
+    the backward, float32 rows and rows of whole vectors do not."""
+    be = CudaBackend("cuda", 90)
+    layout = _contiguous(n_rows, n_cols)
+    rows = be.for_layout(layout, 2)
+    p = launcher.plan(layout, 2, 132, be)
+    assert (p.variant, p.block_m, p.block_n, p.tail_n) == ("tile", 2, 512, 0)
+    assert rows.options(p, 2)["num_warps"] == 1
+    assert rows.tile_bodies(p, 2) and rows.window_vec(layout, p, 2) == 8
+    assert rows.row_align(layout, 2, 8) == 1
+    backward = launcher.plan(layout, 2, 132, be, streams=2)
+    assert not be.for_layout(layout, 2, streams=2).tile_bodies(backward, 2)
+    wide = launcher.plan(layout, 4, 132, be)
+    assert not be.for_layout(layout, 4).tile_bodies(wide, 4)
+    aligned = _contiguous(n_rows, 264)
+    assert not be.for_layout(aligned, 2).tile_bodies(launcher.plan(aligned, 2, 132, be), 2)
 
 
 @pytest.mark.parametrize("n_cols,tail", [(336, 128), (576, 64), (600, 128), (528, 16),
