@@ -35,10 +35,10 @@ Rows whose start is not even a multiple of two elements (an odd row length, e.g.
 50257-entry vocabulary) would load and store one element per instruction. With ``VEC`` > 1 (the
 elements of 16 bytes) the kernels read such rows in whole vectors. The tile kernel reads each row
 through a window that starts at the 16-byte boundary before it; the few lanes of the neighbouring
-rows that a window covers are loaded, never used, and never stored. The row and looped kernels read
-the row's aligned body (``_aligned_body``), with no lane outside the row to mask, and the fewer
-than 16 bytes at each end of it apart; they store the body as vectors too where the output is
-aligned like the input.
+rows that a window covers are loaded, never used, and never stored. The row and looped kernels, and
+the tile kernel with ``BODY``, read the row's aligned body (``_aligned_body``), with no lane
+outside the row to mask, and the fewer than 16 bytes at each end of it apart; they store the body
+as vectors too where the output is aligned like the input.
 
 Variants (the launcher picks one, see ``launcher.plan``):
 
