@@ -72,11 +72,13 @@ HINTED_FLOAT_TILE_ELEMS = 2048
 #: Widest block of a tile row read through aligned windows, by input element size (others: none;
 #: nor float32 rows of 512-lane blocks, ``CudaBackend.windows``).
 WINDOW_TILE_LANES = {4: 1024, 2: 128}
-#: Lanes of the 2-byte rows that are not 16-byte aligned which the forward runs one to a program,
-#: with one warp: more than 256 and at most 1024 (head and tail included).
+#: Lanes of the 2-byte rows that are not 16-byte aligned (or held as a head and a tail) which
+#: the forward runs one to a program, with one warp: more than 256 and at most 1024 (head and
+#: tail included), ...
 ONE_WARP_ROW_LANES = (257, 1024)
-#: ... but those in blocks of ``BODY_TILE_LANES`` (257-512 elements) go ``BODY_TILE_ROWS`` to a
-#: one-warp tile, each read and written from its aligned body (``CudaBackend._body_tile``).
+#: ... but the unaligned ones in blocks of ``BODY_TILE_LANES`` (257-512 elements) go
+#: ``BODY_TILE_ROWS`` to a one-warp tile, each read and written from its aligned body
+#: (``CudaBackend._body_tile``).
 BODY_TILE_LANES = 512
 BODY_TILE_ROWS = 2
 #: Longest 2-byte row the online kernel reads in chunks of 16384 rather than 32768 elements.
@@ -328,7 +330,8 @@ class CudaBackend(Backend):
         # 4096x2049 2199 -> 2363, 8192x9001 2193 -> 2260; bf16 4096x2049 1401 -> 1492,
         # 8192x3001 2152 -> 2305, 4096x10001 1658 -> 1722, 64x20001 456 -> 499. Rows of up to
         # 1024 lanes (one-warp 2-byte rows, few float32 rows of 781-1000) lost: bf16 65536x333
-        # 2181 -> 1916.
+        # 2181 -> 1916. Tiles of two unaligned 2-byte rows of 257-512 elements, each read from
+        # its body, gain (``_body_tile``).
         if plan.variant == "tile" and plan.block_m == 1:
             return itemsize <= 4 and plan.block_n + plan.tail_n > MIN_WINDOW_ROW_LANES
         if plan.variant == "tile":
@@ -529,7 +532,9 @@ class CudaBackend(Backend):
     def _one_warp_row(self, lanes: int, itemsize: int) -> bool:
         # 2-byte rows of 257-1024 elements (``lanes``: their block, head and tail included) that are
         # not 16-byte aligned, or that are held as a head and a tail, go one to a program with one
-        # warp (at least ``MIN_PROGRAMS_PER_SM`` an SM), in the forward. Through the API on the H100
+        # warp (at least ``MIN_PROGRAMS_PER_SM`` an SM), in the forward; since the thirty-ninth
+        # session unaligned ones of 257-512 elements go to body tiles instead (``_body_tile``,
+        # which ``rows_per_block`` asks first). Through the API on the H100
         # (docs/tuning.md), sixth session (2026-11-23), against two rows a tile with 2 warps: bf16
         # 65536x333 1935 -> 2177 GB/s, 131072x300 1895 -> 2271, 16384x300 1353 -> 1484, 32768x500
         # 2071 -> 2158, 8192x333 1066 -> 1086, 4096x333 735 -> 722 (a 3 MB tensor); seventh session
@@ -548,15 +553,19 @@ class CudaBackend(Backend):
 
     def _body_tile(self, lanes: int, itemsize: int) -> bool:
         # The forward's 2-byte rows of 257-512 elements that are not 16-byte aligned (a block of
-        # ``lanes``, no tail) go ``BODY_TILE_ROWS`` to a one-warp tile, each row read and
-        # written as vectors from its aligned body (``tile_bodies``), rather than one to a
-        # one-warp program with element loads and stores (``_one_warp_row``). Lab kernel on the
-        # H100 (2026-11-27, thirty-ninth session, docs/tuning.md), one process, best of 3,
-        # against the API's one-warp rows: bf16 65536x333 2251 -> 2365 GB/s, 8192x333 1089 ->
-        # 1215, 16384x300 1333 -> 1546, 131072x300 2437 -> 2523, 32768x500 2245 -> 2293, fp16
-        # 65536x333 2212 -> 2345. Rows of 513-1024 lanes lost so (bf16 8192x600 1640 -> 1392,
-        # 2048x1000 1061 -> 933), as did rows of up to 128 against their windows (bf16
-        # 131072x50 1492 -> 1155) and float32 rows (fp32 65536x333 2712 -> 2643).
+        # ``lanes``, no tail; runs of 2-4 elements too) go ``BODY_TILE_ROWS`` to a one-warp
+        # tile, each row read and written as vectors from its aligned body (``tile_bodies``),
+        # rather than one to a one-warp program with element loads and stores
+        # (``_one_warp_row``). Through the API on the H100 (2026-11-27, thirty-ninth session,
+        # docs/tuning.md), two runs of alternating processes, best of 3 each, against the
+        # one-warp rows: bf16 65536x333 2241 -> 2414 and 2237 -> 2386 GB/s, 16384x300 1337 ->
+        # 1603 and 1333 -> 1616, 131072x300 2431 -> 2556 and 2430 -> 2583, 65536x257 2087 ->
+        # 2281 and 2082 -> 2215, 16384x511 1846 -> 1967 and 1843 -> 1982, 262144x333 2461 ->
+        # 2676 and 2459 -> 2668, fp16 65536x333 2212 -> 2410 and 2210 -> 2418; 3 MB and smaller
+        # tensors level (bf16 1000x333 251 -> 242 and 246 -> 247). In a lab sweep (same day)
+        # such tiles lost on rows of 513-1024 lanes (bf16 8192x600 1640 -> 1392, 2048x1000 1061
+        # -> 933), on rows of up to 128 against their windows (bf16 131072x50 1492 -> 1155) and
+        # on float32 rows (fp32 65536x333 2712 -> 2643).
         return (self.streams == 1 and itemsize == 2 and self.unaligned_rows
                 and lanes == BODY_TILE_LANES)
 
