@@ -63,12 +63,26 @@ def _vecs(x: torch.Tensor, lay: RowLayout, variant: str, block_m: int, block_n: 
     return (1, vec) if vec > 1 else (1,)
 
 
+def _tile_reads(x: torch.Tensor, lay: RowLayout, block_m: int, block_n: int,
+                tail_n: int) -> list[tuple[int, bool]]:
+    """``(VEC, BODY)`` of the tile kernels worth timing: ``_vecs``, and for a tile of several
+    rows with no tail each row's aligned body, where the rows are not whole vectors."""
+    reads = [(vec, False) for vec in _vecs(x, lay, "tile", block_m, block_n, tail_n)]
+    if block_m > 1 and not tail_n:
+        p = launcher.Plan("tile", block_m, block_n, 0, 1, index_64=False)
+        vec = window_fit(lay, p, x.element_size(), bodies=True)
+        if vec > 1:
+            reads.append((vec, True))
+    return reads
+
+
 def tile_configs(x: torch.Tensor, y: torch.Tensor, lay: RowLayout,
                  sms: int) -> Iterator[tuple[str, Callable]]:
     """The row kernel (one row per block) and the tile kernel (several rows per block), each
     with the row in one power-of-two block and, where that takes fewer lanes, as a head of half
     that block and a power-of-two tail (``Backend.tail_block``); rows that are not 16-byte
-    aligned also through aligned windows (``VEC``). Grids of 1 to 128 programs per SM: the
+    aligned also through aligned windows (``VEC``) and, in tiles of several rows, from their
+    aligned bodies (``BODY``; ``y`` is laid out like ``x``). Grids of 1 to 128 programs per SM: the
     launcher runs at least 128 per SM for programs under 16 warps (``MIN_PROGRAMS_PER_SM``)."""
     m, n = x.shape
     full, tail = triton.next_power_of_2(n), head_tail(n)
@@ -83,10 +97,10 @@ def tile_configs(x: torch.Tensor, y: torch.Tensor, lay: RowLayout,
             continue
         grid = (min(sms * per_sm, triton.cdiv(m, block_m)),)
         kernel = K.softmax_tile_kernel if block_m > 1 else K.softmax_row_kernel
-        for vec in _vecs(x, lay, "tile", block_m, block_n, tail_n):
+        for vec, body in _tile_reads(x, lay, block_m, block_n, tail_n):
             tile = {"VEC": vec, "ALIGN": _align(x, lay, vec)}
             if block_m > 1:
-                tile["BLOCK_M"] = block_m
+                tile.update(BLOCK_M=block_m, BODY=body, Y_LIKE_X=body)
 
             def run(kernel=kernel, grid=grid, tile=tile, block_n=block_n, tail_n=tail_n,
                     warps=warps, stages=stages) -> None:
@@ -95,7 +109,7 @@ def tile_configs(x: torch.Tensor, y: torch.Tensor, lay: RowLayout,
                              num_warps=warps, num_stages=stages, enable_fp_fusion=FUSION,
                              **tile)
             yield (f"BLOCK_M={block_m} BLOCK_N={block_n}+{tail_n} warps={warps} "
-                   f"stages={stages} programs/SM={per_sm} VEC={vec}", run)
+                   f"stages={stages} programs/SM={per_sm} VEC={vec} BODY={body}", run)
 
 
 def online_configs(x: torch.Tensor, y: torch.Tensor, lay: RowLayout,
