@@ -55,11 +55,11 @@ def _align(x: torch.Tensor, lay: RowLayout, vec: int = 1) -> int:
 
 
 def _vecs(x: torch.Tensor, lay: RowLayout, variant: str, block_m: int, block_n: int,
-          tail_n: int = 0) -> tuple[int, ...]:
+          tail_n: int = 0, bodies: bool = False) -> tuple[int, ...]:
     """The kernels' ``VEC`` values worth timing for one configuration: 1, and an aligned window
-    where one fits (``window_fit``)."""
+    (with ``bodies``, each row's aligned body) where one fits (``window_fit``)."""
     p = launcher.Plan(variant, block_m, block_n, tail_n, 1, index_64=False)
-    vec = window_fit(lay, p, x.element_size())
+    vec = window_fit(lay, p, x.element_size(), bodies)
     return (1, vec) if vec > 1 else (1,)
 
 
@@ -69,10 +69,8 @@ def _tile_reads(x: torch.Tensor, lay: RowLayout, block_m: int, block_n: int,
     rows with no tail each row's aligned body, where the rows are not whole vectors."""
     reads = [(vec, False) for vec in _vecs(x, lay, "tile", block_m, block_n, tail_n)]
     if block_m > 1 and not tail_n:
-        p = launcher.Plan("tile", block_m, block_n, 0, 1, index_64=False)
-        vec = window_fit(lay, p, x.element_size(), bodies=True)
-        if vec > 1:
-            reads.append((vec, True))
+        reads += [(vec, True) for vec in _vecs(x, lay, "tile", block_m, block_n, bodies=True)
+                  if vec > 1]
     return reads
 
 

@@ -149,10 +149,16 @@ class Backend:
         return window_fit(layout, plan, itemsize, self.tile_bodies(plan, itemsize))
 
     def tile_bodies(self, plan: Plan, itemsize: int) -> bool:
-        """Whether the tile kernel reads the rows of ``plan`` (several to a tile, with no tail)
-        that are not 16-byte aligned from their aligned bodies rather than through windows
-        (``kernels.softmax_tile_kernel``'s ``BODY``), where it reads them as vectors at all
-        (``window_vec``); never here."""
+        """Whether the tile kernel reads the rows of ``plan`` that are not 16-byte aligned from
+        their aligned bodies rather than through windows (``kernels.softmax_tile_kernel``'s
+        ``BODY``), where it reads them as vectors at all (``window_vec``): tiles of several
+        rows with no tail, in blocks the target reads so (``body_rows``)."""
+        return (plan.variant == "tile" and plan.block_m > 1 and not plan.tail_n
+                and self.body_rows(plan.block_n, itemsize))
+
+    def body_rows(self, block_n: int, itemsize: int) -> bool:
+        """Whether rows of ``itemsize``-byte elements in blocks of ``block_n`` lanes go in tiles
+        read from each row's aligned body (``tile_bodies``); never here."""
         return False
 
     def stat_lanes(self, plan: Plan, itemsize: int) -> int:

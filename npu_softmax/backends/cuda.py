@@ -78,7 +78,7 @@ WINDOW_TILE_LANES = {4: 1024, 2: 128}
 ONE_WARP_ROW_LANES = (257, 1024)
 #: ... but the unaligned ones in blocks of ``BODY_TILE_LANES`` (257-512 elements) go
 #: ``BODY_TILE_ROWS`` to a one-warp tile, each read and written from its aligned body
-#: (``CudaBackend._body_tile``).
+#: (``CudaBackend.body_rows``).
 BODY_TILE_LANES = 512
 BODY_TILE_ROWS = 2
 #: Longest 2-byte row the online kernel reads in chunks of 16384 rather than 32768 elements.
@@ -331,7 +331,7 @@ class CudaBackend(Backend):
         # 8192x3001 2152 -> 2305, 4096x10001 1658 -> 1722, 64x20001 456 -> 499. Rows of up to
         # 1024 lanes (one-warp 2-byte rows, few float32 rows of 781-1000) lost: bf16 65536x333
         # 2181 -> 1916. Tiles of two unaligned 2-byte rows of 257-512 elements, each read from
-        # its body, gain (``_body_tile``).
+        # its body, gain (``body_rows``).
         if plan.variant == "tile" and plan.block_m == 1:
             return itemsize <= 4 and plan.block_n + plan.tail_n > MIN_WINDOW_ROW_LANES
         if plan.variant == "tile":
@@ -456,7 +456,7 @@ class CudaBackend(Backend):
         # fp32 65536x333 2626 -> 2664 and 2547 -> 2592, 16384x300 2090 -> 2323 and
         # 1982 -> 2051, 32768x500 2722 -> 2773 and 2546 -> 2631 (tiles of 2048 elements lost
         # for 256-lane rows: 65536x200 2486 -> 2179).
-        if self._body_tile(block_n, itemsize):
+        if self.body_rows(block_n, itemsize):
             return BODY_TILE_ROWS
         if self._one_warp_row(block_n, itemsize):
             return 1
@@ -514,7 +514,7 @@ class CudaBackend(Backend):
         # unaligned rows take tails of up to an eighth too. (Only the forward takes tails.)
         block = triton.next_power_of_2(n_cols)
         if self._short_half_row(block, itemsize):
-            return 0 if self._body_tile(block, itemsize) else head_tail(n_cols)
+            return 0 if self.body_rows(block, itemsize) else head_tail(n_cols)
         tail = super().tail_block(n_cols, itemsize)
         return tail if itemsize == 2 and tail <= block // 8 else 0
 
@@ -533,7 +533,7 @@ class CudaBackend(Backend):
         # 2-byte rows of 257-1024 elements (``lanes``: their block, head and tail included) that are
         # not 16-byte aligned, or that are held as a head and a tail, go one to a program with one
         # warp (at least ``MIN_PROGRAMS_PER_SM`` an SM), in the forward; since the thirty-ninth
-        # session unaligned ones of 257-512 elements go to body tiles instead (``_body_tile``,
+        # session unaligned ones of 257-512 elements go to body tiles instead (``body_rows``,
         # which ``rows_per_block`` asks first). Through the API on the H100
         # (docs/tuning.md), sixth session (2026-11-23), against two rows a tile with 2 warps: bf16
         # 65536x333 1935 -> 2177 GB/s, 131072x300 1895 -> 2271, 16384x300 1353 -> 1484, 32768x500
@@ -551,9 +551,9 @@ class CudaBackend(Backend):
         return self._short_half_row(lanes, itemsize) and (
             self.unaligned_rows or lanes & (lanes - 1) != 0)
 
-    def _body_tile(self, lanes: int, itemsize: int) -> bool:
+    def body_rows(self, block_n: int, itemsize: int) -> bool:
         # The forward's 2-byte rows of 257-512 elements that are not 16-byte aligned (a block of
-        # ``lanes``, no tail; runs of 2-4 elements too) go ``BODY_TILE_ROWS`` to a one-warp
+        # ``block_n`` lanes, no tail; runs of 2-4 elements too) go ``BODY_TILE_ROWS`` to a one-warp
         # tile, each row read and written as vectors from its aligned body (``tile_bodies``),
         # rather than one to a one-warp program with element loads and stores
         # (``_one_warp_row``). Through the API on the H100 (2026-11-27, thirty-ninth session,
@@ -567,11 +567,7 @@ class CudaBackend(Backend):
         # -> 933), on rows of up to 128 against their windows (bf16 131072x50 1492 -> 1155) and
         # on float32 rows (fp32 65536x333 2712 -> 2643).
         return (self.streams == 1 and itemsize == 2 and self.unaligned_rows
-                and lanes == BODY_TILE_LANES)
-
-    def tile_bodies(self, plan: Plan, itemsize: int) -> bool:
-        return (plan.variant == "tile" and plan.block_m > 1 and not plan.tail_n
-                and self._body_tile(plan.block_n, itemsize))
+                and block_n == BODY_TILE_LANES)
 
     def options(self, plan: Plan, itemsize: int) -> dict[str, Any]:
         # One stage: the persistent loop keeps enough rows in flight through occupancy instead.

@@ -30,12 +30,11 @@ class InterpreterBackend(Backend):
         # windows, aligned bodies).
         return True
 
-    def tile_bodies(self, plan: Plan, itemsize: int) -> bool:
+    def body_rows(self, block_n: int, itemsize: int) -> bool:
         # Where CUDA reads rows from their bodies (2-byte rows in blocks of 512 lanes, here
         # those without a tail: 385-512 elements), so the tests run both forms of the tile
         # kernel's vector reads.
-        return (plan.variant == "tile" and plan.block_m > 1 and not plan.tail_n
-                and itemsize == 2 and plan.block_n == 512)
+        return itemsize == 2 and block_n == 512
 
     def stat_lanes(self, plan: Plan, itemsize: int) -> int:
         # CUDA's rule (``CudaBackend.stat_lanes``) on a 128-thread program, so the tests run
