@@ -634,7 +634,6 @@ def softmax_tile_kernel(
             d += tl.sum(_exp(xe - shift), axis=1)
         norm = _norm(d, LOG)[:, None]
         y_start = _row_start(rows, n_inner, y_outer_stride, y_inner_stride, ALIGN)
-        y_cols = y_ptr + y_start[:, None] + cols * y_col_stride
         if VEC > 1 and BODY:
             y_row = y_ptr + y_start
             tl.store(y_row[:, None] + e, _finish(xe, shift, norm, LOG).to(OUT_TY), mask=e_mask,
@@ -643,6 +642,8 @@ def softmax_tile_kernel(
             if Y_LIKE_X:
                 y_body = tl.multiple_of(y_body, VEC * ITEM)
             y_cols = y_body[:, None] + lanes
+        else:
+            y_cols = y_ptr + y_start[:, None] + cols * y_col_stride
         tl.store(y_cols, _finish(_use(x, scale, ACC_TY), shift, norm, LOG).to(OUT_TY), mask=mask,
                  cache_modifier=STORE_CACHE)
         if TAIL_N > 0:
