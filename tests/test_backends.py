@@ -128,6 +128,84 @@ def test_cuda_unaligned_2_byte_rows_of_257_to_512_go_two_to_a_one_warp_body_tile
     assert not be.for_layout(aligned, 2).tile_bodies(launcher.plan(aligned, 2, 132, be), 2)
 
 
+@pytest.mark.parametrize("n_cols", [300, 333, 500])
+@pytest.mark.parametrize("x_col,y_col", [(2, 1), (1, 3), (2, 2)])
+def test_cuda_2_byte_rows_of_257_to_512_whose_elements_are_apart_stay_one_to_a_one_warp_row(
+        n_cols: int, x_col: int, y_col: int) -> None:
+    """Rows with a column stride (``x[:, ::2]``, or such an output) cannot be read from their
+    bodies as vectors, and tiles of two such rows read element by element lost on the H100:
+    they keep one row a one-warp program, with a tail where it saves lanes."""
+    be = CudaBackend("cuda", 90)
+    layout = RowLayout(65536, n_cols, 1, (n_cols * x_col, 0, x_col),
+                       (n_cols * y_col, 0, y_col))
+    rows = be.for_layout(layout, 2)
+    p = launcher.plan(layout, 2, 132, be)
+    assert (p.variant, p.block_m) == ("tile", 1)
+    assert rows.options(p, 2)["num_warps"] == 1
+    assert not rows.tile_bodies(p, 2) and rows.window_vec(layout, p, 2) == 1
+
+
+@pytest.mark.parametrize("n_rows", [1, 100, 31220])
+@pytest.mark.parametrize("n_cols", [1025, 1100, 1333, 1500, 2047])
+def test_cuda_unaligned_2_byte_rows_of_1025_to_2048_go_one_to_a_two_warp_program(
+        n_rows: int, n_cols: int) -> None:
+    """Such rows go one to a program of 2 warps in one block of 2048 lanes, which reads the
+    row's aligned body as vectors (rows of odd length) or in runs (``ALIGN``, 1500), however
+    many rows; the backward, float32 rows, 16-byte aligned rows and rows whose elements are apart
+    keep tiles of two rows."""
+    be = CudaBackend("cuda", 90)
+    layout = _contiguous(n_rows, n_cols)
+    rows = be.for_layout(layout, 2)
+    p = launcher.plan(layout, 2, 132, be)
+    assert (p.variant, p.block_m, p.block_n, p.tail_n) == ("tile", 1, 2048, 0)
+    assert rows.options(p, 2)["num_warps"] == 2
+    assert rows.window_vec(layout, p, 2) == (8 if n_cols % 2 else 1)
+    big = _contiguous(31220, n_cols)
+    assert launcher.plan(big, 2, 132, be, streams=2).block_m == 2
+    assert launcher.plan(big, 4, 132, be).block_m == 2
+    aligned = _contiguous(31220, 1032)
+    assert launcher.plan(aligned, 2, 132, be).block_m == 2
+    apart = RowLayout(31220, n_cols, 1, (2 * n_cols, 0, 2), (n_cols, 0, 1))
+    assert launcher.plan(apart, 2, 132, be).block_m == 2
+
+
+@pytest.mark.parametrize("itemsize,n_cols", [(4, 4097), (4, 6143), (4, 8191), (2, 6001),
+                                             (2, 7777), (2, 8191)])
+def test_cuda_unaligned_rows_in_one_block_of_8192_lanes_take_8_warps(itemsize: int,
+                                                                     n_cols: int) -> None:
+    """Rows that are not 16-byte aligned, held one to a program in one block of 8192 lanes,
+    run on 8 warps in the forward; aligned rows, the backward and rows whose elements are apart
+    keep 16."""
+    be = CudaBackend("cuda", 90)
+    layout = _contiguous(4096, n_cols)
+    p = launcher.plan(layout, itemsize, 132, be)
+    assert (p.variant, p.block_m, p.block_n, p.tail_n) == ("tile", 1, 8192, 0)
+    assert be.for_layout(layout, itemsize).options(p, itemsize)["num_warps"] == 8
+    backward = launcher.plan(layout, itemsize, 132, be, streams=2)
+    assert be.for_layout(layout, itemsize, 2).options(backward, itemsize)["num_warps"] == 16
+    aligned = _contiguous(4096, 8192 - 16 // itemsize)
+    assert be.for_layout(aligned, itemsize).options(p, itemsize)["num_warps"] == 16
+    apart = RowLayout(4096, n_cols, 1, (2 * n_cols, 0, 2), (n_cols, 0, 1))
+    assert be.for_layout(apart, itemsize).options(p, itemsize)["num_warps"] == 16
+
+
+@pytest.mark.parametrize("itemsize", [4, 2])
+def test_cuda_tiles_of_1024_single_element_rows_take_8_warps(itemsize: int) -> None:
+    """A softmax over a dim of size 1 on many rows: tiles of 1024 rows on 8 warps in the
+    forward; smaller tiles (fewer rows) and the backward keep theirs."""
+    be = CudaBackend("cuda", 90)
+    layout = _contiguous(1 << 22, 1)
+    p = launcher.plan(layout, itemsize, 132, be)
+    assert (p.variant, p.block_m, p.block_n) == ("tile", 1024, 1)
+    assert be.for_layout(layout, itemsize).options(p, itemsize)["num_warps"] == 8
+    backward = launcher.plan(layout, itemsize, 132, be, streams=2)
+    assert be.for_layout(layout, itemsize, 2).options(backward, itemsize)["num_warps"] < 8
+    few = _contiguous(100000, 1)
+    p = launcher.plan(few, itemsize, 132, be)
+    assert p.block_m < 1024
+    assert be.for_layout(few, itemsize).options(p, itemsize)["num_warps"] < 8
+
+
 @pytest.mark.parametrize("n_cols,tail", [(336, 128), (576, 64), (600, 128), (528, 16),
                                          (304, 64), (1000, 0), (1024, 0), (512, 0), (400, 0)])
 def test_cuda_aligned_2_byte_rows_of_257_to_1024_with_a_tail_go_one_to_a_one_warp_program(

@@ -81,6 +81,38 @@ ONE_WARP_ROW_LANES = (257, 1024)
 #: (``CudaBackend.body_rows``).
 BODY_TILE_LANES = 512
 BODY_TILE_ROWS = 2
+#: The forward's 2-byte rows of 1025-2048 elements that are not 16-byte aligned (blocks of
+#: this many lanes) go one to a program of ``BODY_ROW_WARPS`` warps, which reads each row's
+#: aligned body as vectors, rather than two to a tile read element by element
+#: (``CudaBackend._body_row``). Through the API on the H100 (2026-11-27, fortieth session,
+#: docs/tuning.md), best of 2: bf16 31220x1025 1704 -> 2528 GB/s, 29091x1100 2290 -> 2581,
+#: 24006x1333 2043 -> 2640, 18008x1777 2311 -> 2640, 15633x2047 2386 -> 2648, 16384x1111 1676
+#: -> 2363, 4096x1025 1074 -> 1379, fp16 31220x1025 1719 -> 2581, 8192x1333 1630 -> 2104; rows
+#: of runs of 4 elements too (21333x1500 2550 -> 2603). Few rows, already one to a program of 4
+#: warps, level or faster (1000x1025 540 -> 599, 1823x1500 1237 -> 1225, 200x1999 259 -> 263);
+#: 4 warps lost to 2 on most (31220x1025 2346, 16384x1111 2147).
+BODY_ROW_LANES = 2048
+BODY_ROW_WARPS = 2
+#: Warps of the forward's rows that are not 16-byte aligned held one to a program in one
+#: block of 8192 lanes (float32 rows of 4097-8192 elements; 2-byte ones of 6145-8192, and
+#: shorter ones that take no tail): 16 before. Through the API on the H100 (2026-11-27,
+#: fortieth session, docs/tuning.md), best of 2, tensors of 128 MB: fp32 3905x4097 2249 -> 2604
+#: GB/s, 3199x5001 2451 -> 2641, 2605x6143 2557 -> 2637, 2057x7777 and 1953x8191 level (2614
+#: -> 2600, 2609 -> 2597); bf16 5332x6001 1958 -> 2634, 4115x7777 2197 -> 2648, 3907x8191 2235
+#: -> 2651, fp16 4571x7001 2133 -> 2657; of 16 MB: fp32 488x4097 1277 -> 1437, 257x7777 1477 ->
+#: 1491, bf16 667x6001 1123 -> 1405, 514x7777 1292 -> 1450, fp16 571x7001 1219 -> 1500. 4 warps
+#: ran as fast on the large tensors and were mixed on the small ones. Aligned rows keep 16 (4
+#: warps lost on them in the seventh session: 4096x5000 2505 -> 2447).
+UNALIGNED_ROW_8192_WARPS = 8
+#: Warps of the forward's tiles of rows of one element (``softmax(x, dim)`` over a dim of size
+#: 1), where a tile holds at least ``SINGLE_COLUMN_TILE_ROWS`` of them: 4 before (2 for 2-byte
+#: ones, counted as rows that are not 16-byte aligned). Through the API
+#: on the H100 (2026-11-27, fortieth session, docs/tuning.md), best of 2: fp32 16000000x1 2046
+#: -> 2665 GB/s, bf16 32000000x1 971 -> 2527, 4194304x1 715 -> 1511, fp16 16777216x1 931 ->
+#: 2277 (torch.softmax 2256, 1590, 1152, 1511). Smaller tiles, of fewer rows, lost so
+#: (100000x1, 64 rows a tile: 152 -> 144).
+SINGLE_COLUMN_TILE_ROWS = 1024
+SINGLE_COLUMN_TILE_WARPS = 8
 #: Longest 2-byte row the online kernel reads in chunks of 16384 rather than 32768 elements.
 MAX_HALF_CHUNK_COLS = 5 * 16384
 #: Longest 2-byte row the forward's online kernel reads in chunks of ``SHORT_HALF_CHUNK``
@@ -270,7 +302,7 @@ class CudaBackend(Backend):
     def __init__(self, name: str = "cuda", arch: str | int = 0,
                  unaligned_rows: bool = False, streams: int = 1,
                  hinted_rows: bool = False, transposed_output: bool = False,
-                 aligned_columns: bool = False) -> None:
+                 aligned_columns: bool = False, strided_rows: bool = False) -> None:
         self.name = name
         self.arch = arch
         # Hopper (sm_90) and later, through upstream Triton's launch_pdl option.
@@ -288,6 +320,9 @@ class CudaBackend(Backend):
         #: Outer and column strides of both tensors (``RowLayout.columns``) that Triton proves
         #: multiples of 16 elements, so that a ``cols`` tile's runs load as aligned vectors.
         self.aligned_columns = aligned_columns
+        #: Rows whose elements are apart in either tensor (a column stride other than 1), which
+        #: no kernel reads as vectors (``for_layout``).
+        self.strided_rows = strided_rows
 
     def for_layout(self, layout: RowLayout, itemsize: int, streams: int = 1) -> CudaBackend:
         unaligned = not layout.vector_rows(itemsize)
@@ -295,11 +330,13 @@ class CudaBackend(Backend):
         cols = layout.columns()
         transposed = cols.y_strides[1] != 1
         aligned = all(s % 16 == 0 for s in (*cols.x_strides[::2], *cols.y_strides[::2]))
-        if (unaligned, streams, hinted, transposed, aligned) == (
+        strided = layout.x_strides[2] != 1 or layout.y_strides[2] != 1
+        if (unaligned, streams, hinted, transposed, aligned, strided) == (
                 self.unaligned_rows, self.streams, self.hinted_rows, self.transposed_output,
-                self.aligned_columns):
+                self.aligned_columns, self.strided_rows):
             return self
-        return CudaBackend(self.name, self.arch, unaligned, streams, hinted, transposed, aligned)
+        return CudaBackend(self.name, self.arch, unaligned, streams, hinted, transposed, aligned,
+                           strided)
 
     def row_blocks(self, block_n: int, itemsize: int) -> int:
         # Several programs share an SM, so short rows are cut into at least 4 row blocks per
@@ -458,7 +495,7 @@ class CudaBackend(Backend):
         # for 256-lane rows: 65536x200 2486 -> 2179).
         if self.body_rows(block_n, itemsize):
             return BODY_TILE_ROWS
-        if self._one_warp_row(block_n, itemsize):
+        if self._one_warp_row(block_n, itemsize) or self._body_row(block_n, itemsize):
             return 1
         rows = super().rows_per_block(block_n, n_rows, n_cores, itemsize)
         if self.unaligned_rows and itemsize == 4 and block_n in (512, 1024):
@@ -551,6 +588,12 @@ class CudaBackend(Backend):
         return self._short_half_row(lanes, itemsize) and (
             self.unaligned_rows or lanes & (lanes - 1) != 0)
 
+    def _body_row(self, lanes: int, itemsize: int) -> bool:
+        # The forward's 2-byte rows of 1025-2048 elements that are not 16-byte aligned, with
+        # their elements next to each other (``BODY_ROW_LANES``).
+        return (self.streams == 1 and itemsize == 2 and self.unaligned_rows
+                and not self.strided_rows and lanes == BODY_ROW_LANES)
+
     def body_rows(self, block_n: int, itemsize: int) -> bool:
         # The forward's 2-byte rows of 257-512 elements that are not 16-byte aligned (a block of
         # ``block_n`` lanes, no tail; runs of 2-4 elements too) go ``BODY_TILE_ROWS`` to a one-warp
@@ -565,9 +608,12 @@ class CudaBackend(Backend):
         # tensors level (bf16 1000x333 251 -> 242 and 246 -> 247). In a lab sweep (same day)
         # such tiles lost on rows of 513-1024 lanes (bf16 8192x600 1640 -> 1392, 2048x1000 1061
         # -> 933), on rows of up to 128 against their windows (bf16 131072x50 1492 -> 1155) and
-        # on float32 rows (fp32 65536x333 2712 -> 2643).
+        # on float32 rows (fp32 65536x333 2712 -> 2643). Rows whose elements are apart keep
+        # the one-warp rows: read element by element in such tiles, they lost (2026-11-27,
+        # fortieth session, rows of x[:, ::2], two processes each: bf16 65536x333 1630, 1651 ->
+        # 1577, 1560; 16384x300 1173, 1178 -> 1059, 1026; 131072x300 1761, 1762 -> 1641, 1630).
         return (self.streams == 1 and itemsize == 2 and self.unaligned_rows
-                and block_n == BODY_TILE_LANES)
+                and not self.strided_rows and block_n == BODY_TILE_LANES)
 
     def options(self, plan: Plan, itemsize: int) -> dict[str, Any]:
         # One stage: the persistent loop keeps enough rows in flight through occupancy instead.
@@ -609,10 +655,15 @@ class CudaBackend(Backend):
             return 1
         if self.tile_bodies(plan, itemsize):
             return 1
+        if plan.variant == "tile" and block_m == 1 and self._body_row(block_n + tail_n, itemsize):
+            return BODY_ROW_WARPS
         if (plan.variant == "online" and itemsize == 2 and self.streams == 1
                 and block_n == SHORT_HALF_CHUNK):
             return 8  # 32 elements a thread (``MAX_SHORT_HALF_CHUNK_COLS``)
         if plan.variant == "tile" and block_m == 1 and block_n >= 4096:
+            if (block_n == 8192 and not tail_n and self.streams == 1 and self.unaligned_rows
+                    and not self.strided_rows):
+                return UNALIGNED_ROW_8192_WARPS
             if itemsize == 4 and block_n == 4096:
                 # Float32 rows of 2049-4096 elements: 8 warps, 16 elements a thread. Through the
                 # API on the H100 (2026-11-23, seventh session, docs/tuning.md), against 16:
@@ -649,6 +700,8 @@ class CudaBackend(Backend):
         # 65536x333 2549 -> 2342).
         if block_m > 1 and itemsize == 2 and self.unaligned_rows and elems <= UNALIGNED_TILE_ELEMS:
             warps = 2
+        if block_n == 1 and block_m >= SINGLE_COLUMN_TILE_ROWS and self.streams == 1:
+            warps = SINGLE_COLUMN_TILE_WARPS
         return warps
 
     def _wide_column_threads(self, plan: Plan, itemsize: int) -> bool:
