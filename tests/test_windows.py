@@ -73,8 +73,12 @@ def test_cuda_windows_short_misaligned_tiles_and_looped_rows(dtype: torch.dtype,
         assert (p.variant, p.block_m, got) == ("tile", 1, vec), shape
     p, got = _vec(be, (1823, 781), size)
     assert p.block_m == 1 and got == 1
+    # Rows of 1025-2048 elements of 8-byte runs load the runs (``ALIGN``): float32 ones in
+    # tiles of several rows, 2-byte ones one to a program (those of odd length: the body).
     p, got = _vec(be, (4096, 1500), size)
-    assert p.block_m > 1 and p.block_n == 2048 and got == 1
+    assert (p.block_m > 1) == (size == 4) and p.block_n == 2048 and got == 1
+    p, got = _vec(be, (4096, 1501), size)
+    assert (p.block_m, got) == ((2, 1) if size == 4 else (1, vec))
     # 2-byte rows of 16385+ elements run the online kernel, through windows, where rows are
     # as many as SMs; at most 4/5 as many as SMs, the split kernels, through windows too.
     p, got = _vec(be, (2048, 20001), size)
