@@ -82,20 +82,19 @@ ONE_WARP_ROW_LANES = (257, 1024)
 BODY_TILE_LANES = 512
 BODY_TILE_ROWS = 2
 #: The forward's 2-byte rows of 1025-2048 elements that are not 16-byte aligned (blocks of
-#: this many lanes) go one to a program of ``BODY_ROW_WARPS`` warps, which reads each row's
-#: aligned body as vectors, rather than two to a tile read element by element
-#: (``CudaBackend._body_row``). Through the API on the H100 (2026-11-27, fortieth session,
+#: this many lanes) go one to a program of two warps, which reads each row's aligned body as
+#: vectors, rather than two to a tile read element by element
+#: (``CudaBackend._two_warp_row``). Through the API on the H100 (2026-11-27, fortieth session,
 #: docs/tuning.md), best of 2: bf16 31220x1025 1704 -> 2528 GB/s, 29091x1100 2290 -> 2581,
 #: 24006x1333 2043 -> 2640, 18008x1777 2311 -> 2640, 15633x2047 2386 -> 2648, 16384x1111 1676
 #: -> 2363, 4096x1025 1074 -> 1379, fp16 31220x1025 1719 -> 2581, 8192x1333 1630 -> 2104; rows
 #: of runs of 4 elements too (21333x1500 2550 -> 2603). Few rows, already one to a program of 4
 #: warps, level or faster (1000x1025 540 -> 599, 1823x1500 1237 -> 1225, 200x1999 259 -> 263);
 #: 4 warps lost to 2 on most (31220x1025 2346, 16384x1111 2147).
-BODY_ROW_LANES = 2048
-BODY_ROW_WARPS = 2
+TWO_WARP_ROW_LANES = 2048
 #: Warps of the forward's rows that are not 16-byte aligned held one to a program in one
-#: block of 8192 lanes (float32 rows of 4097-8192 elements; 2-byte ones of 6145-8192, and
-#: shorter ones that take no tail): 16 before. Through the API on the H100 (2026-11-27,
+#: block of 8192 lanes (float32 rows of 4097-8192 elements; 2-byte ones of 5121-8192, those
+#: that take no tail): 16 before. Through the API on the H100 (2026-11-27,
 #: fortieth session, docs/tuning.md), best of 2, tensors of 128 MB: fp32 3905x4097 2249 -> 2604
 #: GB/s, 3199x5001 2451 -> 2641, 2605x6143 2557 -> 2637, 2057x7777 and 1953x8191 level (2614
 #: -> 2600, 2609 -> 2597); bf16 5332x6001 1958 -> 2634, 4115x7777 2197 -> 2648, 3907x8191 2235
@@ -495,7 +494,7 @@ class CudaBackend(Backend):
         # for 256-lane rows: 65536x200 2486 -> 2179).
         if self.body_rows(block_n, itemsize):
             return BODY_TILE_ROWS
-        if self._one_warp_row(block_n, itemsize) or self._body_row(block_n, itemsize):
+        if self._one_warp_row(block_n, itemsize) or self._two_warp_row(block_n, itemsize):
             return 1
         rows = super().rows_per_block(block_n, n_rows, n_cores, itemsize)
         if self.unaligned_rows and itemsize == 4 and block_n in (512, 1024):
@@ -588,11 +587,11 @@ class CudaBackend(Backend):
         return self._short_half_row(lanes, itemsize) and (
             self.unaligned_rows or lanes & (lanes - 1) != 0)
 
-    def _body_row(self, lanes: int, itemsize: int) -> bool:
+    def _two_warp_row(self, lanes: int, itemsize: int) -> bool:
         # The forward's 2-byte rows of 1025-2048 elements that are not 16-byte aligned, with
-        # their elements next to each other (``BODY_ROW_LANES``).
+        # their elements next to each other (``TWO_WARP_ROW_LANES``).
         return (self.streams == 1 and itemsize == 2 and self.unaligned_rows
-                and not self.strided_rows and lanes == BODY_ROW_LANES)
+                and not self.strided_rows and lanes == TWO_WARP_ROW_LANES)
 
     def body_rows(self, block_n: int, itemsize: int) -> bool:
         # The forward's 2-byte rows of 257-512 elements that are not 16-byte aligned (a block of
@@ -655,8 +654,9 @@ class CudaBackend(Backend):
             return 1
         if self.tile_bodies(plan, itemsize):
             return 1
-        if plan.variant == "tile" and block_m == 1 and self._body_row(block_n + tail_n, itemsize):
-            return BODY_ROW_WARPS
+        if (plan.variant == "tile" and block_m == 1
+                and self._two_warp_row(block_n + tail_n, itemsize)):
+            return 2
         if (plan.variant == "online" and itemsize == 2 and self.streams == 1
                 and block_n == SHORT_HALF_CHUNK):
             return 8  # 32 elements a thread (``MAX_SHORT_HALF_CHUNK_COLS``)
