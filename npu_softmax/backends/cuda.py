@@ -587,11 +587,16 @@ class CudaBackend(Backend):
         return self._short_half_row(lanes, itemsize) and (
             self.unaligned_rows or lanes & (lanes - 1) != 0)
 
+    def _unaligned_bodies(self) -> bool:
+        # The forward's rows that are not 16-byte aligned but whose elements are next to each
+        # other, so that a kernel can read each row's aligned body as vectors: the rows the
+        # body rules below take (``body_rows``, ``_two_warp_row``, ``UNALIGNED_ROW_8192_WARPS``).
+        return self.streams == 1 and self.unaligned_rows and not self.strided_rows
+
     def _two_warp_row(self, lanes: int, itemsize: int) -> bool:
         # The forward's 2-byte rows of 1025-2048 elements that are not 16-byte aligned, with
         # their elements next to each other (``TWO_WARP_ROW_LANES``).
-        return (self.streams == 1 and itemsize == 2 and self.unaligned_rows
-                and not self.strided_rows and lanes == TWO_WARP_ROW_LANES)
+        return self._unaligned_bodies() and itemsize == 2 and lanes == TWO_WARP_ROW_LANES
 
     def body_rows(self, block_n: int, itemsize: int) -> bool:
         # The forward's 2-byte rows of 257-512 elements that are not 16-byte aligned (a block of
@@ -611,8 +616,7 @@ class CudaBackend(Backend):
         # the one-warp rows: read element by element in such tiles, they lost (2026-11-27,
         # fortieth session, rows of x[:, ::2], two processes each: bf16 65536x333 1630, 1651 ->
         # 1577, 1560; 16384x300 1173, 1178 -> 1059, 1026; 131072x300 1761, 1762 -> 1641, 1630).
-        return (self.streams == 1 and itemsize == 2 and self.unaligned_rows
-                and not self.strided_rows and block_n == BODY_TILE_LANES)
+        return self._unaligned_bodies() and itemsize == 2 and block_n == BODY_TILE_LANES
 
     def options(self, plan: Plan, itemsize: int) -> dict[str, Any]:
         # One stage: the persistent loop keeps enough rows in flight through occupancy instead.
@@ -661,8 +665,7 @@ class CudaBackend(Backend):
                 and block_n == SHORT_HALF_CHUNK):
             return 8  # 32 elements a thread (``MAX_SHORT_HALF_CHUNK_COLS``)
         if plan.variant == "tile" and block_m == 1 and block_n >= 4096:
-            if (block_n == 8192 and not tail_n and self.streams == 1 and self.unaligned_rows
-                    and not self.strided_rows):
+            if block_n == 8192 and not tail_n and self._unaligned_bodies():
                 return UNALIGNED_ROW_8192_WARPS
             if itemsize == 4 and block_n == 4096:
                 # Float32 rows of 2049-4096 elements: 8 warps, 16 elements a thread. Through the
