@@ -19,6 +19,13 @@ def _contiguous(n_rows: int, n_cols: int) -> RowLayout:
     return RowLayout(n_rows, n_cols, 1, strides, strides)
 
 
+def _cuda_forward(layout: RowLayout, itemsize: int) -> tuple[launcher.Plan, CudaBackend]:
+    """The H100's forward plan for ``layout`` and the CUDA rules for its rows (``for_layout``),
+    whose ``options`` give the plan's warps."""
+    be = CudaBackend("cuda", 90)
+    return launcher.plan(layout, itemsize, 132, be), be.for_layout(layout, itemsize)
+
+
 @pytest.mark.parametrize("name,arch,hopper_or_later", [
     ("cuda", 90, True), ("cuda", "100", True), ("cuda", 80, False), ("cuda", "75", False),
     ("hip", "gfx942", False), ("hip", 90, False)])
@@ -114,8 +121,7 @@ def test_cuda_unaligned_2_byte_rows_of_257_to_512_go_two_to_a_one_warp_body_tile
     the backward, float32 rows and rows of whole vectors do not."""
     be = CudaBackend("cuda", 90)
     layout = _contiguous(n_rows, n_cols)
-    rows = be.for_layout(layout, 2)
-    p = launcher.plan(layout, 2, 132, be)
+    p, rows = _cuda_forward(layout, 2)
     assert (p.variant, p.block_m, p.block_n, p.tail_n) == ("tile", 2, 512, 0)
     assert rows.options(p, 2)["num_warps"] == 1
     assert rows.tile_bodies(p, 2) and rows.window_vec(layout, p, 2) == 8
@@ -135,11 +141,9 @@ def test_cuda_2_byte_rows_of_257_to_512_whose_elements_are_apart_stay_one_to_a_o
     """Rows with a column stride (``x[:, ::2]``, or such an output) cannot be read from their
     bodies as vectors, and tiles of two such rows read element by element lost on the H100:
     they keep one row a one-warp program, with a tail where it saves lanes."""
-    be = CudaBackend("cuda", 90)
     layout = RowLayout(65536, n_cols, 1, (n_cols * x_col, 0, x_col),
                        (n_cols * y_col, 0, y_col))
-    rows = be.for_layout(layout, 2)
-    p = launcher.plan(layout, 2, 132, be)
+    p, rows = _cuda_forward(layout, 2)
     assert (p.variant, p.block_m) == ("tile", 1)
     assert rows.options(p, 2)["num_warps"] == 1
     assert not rows.tile_bodies(p, 2) and rows.window_vec(layout, p, 2) == 1
@@ -155,8 +159,7 @@ def test_cuda_unaligned_2_byte_rows_of_1025_to_2048_go_one_to_a_two_warp_program
     keep tiles of two rows."""
     be = CudaBackend("cuda", 90)
     layout = _contiguous(n_rows, n_cols)
-    rows = be.for_layout(layout, 2)
-    p = launcher.plan(layout, 2, 132, be)
+    p, rows = _cuda_forward(layout, 2)
     assert (p.variant, p.block_m, p.block_n, p.tail_n) == ("tile", 1, 2048, 0)
     assert rows.options(p, 2)["num_warps"] == 2
     assert rows.window_vec(layout, p, 2) == (8 if n_cols % 2 else 1)
@@ -178,9 +181,9 @@ def test_cuda_unaligned_rows_in_one_block_of_8192_lanes_take_8_warps(itemsize: i
     keep 16."""
     be = CudaBackend("cuda", 90)
     layout = _contiguous(4096, n_cols)
-    p = launcher.plan(layout, itemsize, 132, be)
+    p, rows = _cuda_forward(layout, itemsize)
     assert (p.variant, p.block_m, p.block_n, p.tail_n) == ("tile", 1, 8192, 0)
-    assert be.for_layout(layout, itemsize).options(p, itemsize)["num_warps"] == 8
+    assert rows.options(p, itemsize)["num_warps"] == 8
     backward = launcher.plan(layout, itemsize, 132, be, streams=2)
     assert be.for_layout(layout, itemsize, 2).options(backward, itemsize)["num_warps"] == 16
     aligned = _contiguous(4096, 8192 - 16 // itemsize)
@@ -195,15 +198,14 @@ def test_cuda_tiles_of_1024_single_element_rows_take_8_warps(itemsize: int) -> N
     forward; smaller tiles (fewer rows) and the backward keep theirs."""
     be = CudaBackend("cuda", 90)
     layout = _contiguous(1 << 22, 1)
-    p = launcher.plan(layout, itemsize, 132, be)
+    p, rows = _cuda_forward(layout, itemsize)
     assert (p.variant, p.block_m, p.block_n) == ("tile", 1024, 1)
-    assert be.for_layout(layout, itemsize).options(p, itemsize)["num_warps"] == 8
+    assert rows.options(p, itemsize)["num_warps"] == 8
     backward = launcher.plan(layout, itemsize, 132, be, streams=2)
     assert be.for_layout(layout, itemsize, 2).options(backward, itemsize)["num_warps"] < 8
-    few = _contiguous(100000, 1)
-    p = launcher.plan(few, itemsize, 132, be)
+    p, rows = _cuda_forward(_contiguous(100000, 1), itemsize)
     assert p.block_m < 1024
-    assert be.for_layout(few, itemsize).options(p, itemsize)["num_warps"] < 8
+    assert rows.options(p, itemsize)["num_warps"] < 8
 
 
 @pytest.mark.parametrize("n_cols,tail", [(336, 128), (576, 64), (600, 128), (528, 16),
