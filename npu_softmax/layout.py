@@ -29,13 +29,19 @@ class RowLayout:
         rows of 200 float32 or 1000 bfloat16 elements, say, and 8-byte runs in rows of 100
         bfloat16 or 50 float32 elements.
         """
-        if self.x_strides[2] != 1 or self.y_strides[2] != 1:
+        if self.strided_rows():
             return 1
         counts = (self.n_cols, *self.x_strides[:2], *self.y_strides[:2])
         align = max(1, 16 // itemsize)
         while align > 1 and any(c % align for c in counts):
             align //= 2
         return align
+
+    def strided_rows(self) -> bool:
+        """Whether the elements of a row are apart (a column stride other than 1) in either
+        tensor, as in ``x[:, ::2]`` or a softmax over a dim that is not the last: no kernel reads
+        such rows as vectors."""
+        return self.x_strides[2] != 1 or self.y_strides[2] != 1
 
     def vector_rows(self, itemsize: int) -> bool:
         """Whether every row of both tensors is 16-byte aligned whole vectors (``row_align``)."""

@@ -339,6 +339,10 @@ def test_rows_of_whole_vectors_need_every_stride_whole() -> None:
     assert layout((1600, 201, 1), (1600, 200, 1)).row_align(2) == 1
     assert layout((1600, 200, 1), (1600, 200, 1), n_cols=199).row_align(4) == 1
     assert layout((1600, 200, 2), (1600, 200, 1)).row_align(4) == 1
+    assert layout((1600, 200, 1), (1600, 200, 3)).row_align(2) == 1
+    assert layout((1600, 200, 2), (1600, 200, 1)).strided_rows()
+    assert layout((1600, 200, 1), (1600, 200, 3)).strided_rows()
+    assert not layout((1616, 202, 1), (1600, 200, 1)).strided_rows()
     assert layout((1600, 200, 1), (1600, 200, 1)).row_align(8) == 2
     assert layout((1600, 200, 1), (1600, 200, 1)).vector_rows(4)
     assert not layout((1616, 202, 1), (1600, 200, 1)).vector_rows(4)

@@ -86,7 +86,7 @@ class AscendBackend(Backend):
             strided = strided_groups = False
         else:
             cols = layout.columns()
-            strided = layout.x_strides[2] != 1 or layout.y_strides[2] != 1
+            strided = layout.strided_rows()
             strided_groups = cols.x_strides[1] != 1 or cols.y_strides[1] != 1
         if (strided, strided_groups, streams) == (self.strided, self.strided_groups,
                                                   self.streams):

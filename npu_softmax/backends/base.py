@@ -40,8 +40,7 @@ def window_fit(layout: RowLayout, plan: Plan, itemsize: int, bodies: bool = Fals
     vec = 16 // itemsize
     align = layout.row_align(itemsize)
     several_rows = plan.variant == "tile" and plan.block_m > 1
-    if (vec < 2 or plan.block_n < vec or align == vec or layout.x_strides[2] != 1
-            or layout.y_strides[2] != 1):
+    if vec < 2 or plan.block_n < vec or align == vec or layout.strided_rows():
         return 1
     if bodies:
         return vec

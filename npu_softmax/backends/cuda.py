@@ -329,7 +329,7 @@ class CudaBackend(Backend):
         cols = layout.columns()
         transposed = cols.y_strides[1] != 1
         aligned = all(s % 16 == 0 for s in (*cols.x_strides[::2], *cols.y_strides[::2]))
-        strided = layout.x_strides[2] != 1 or layout.y_strides[2] != 1
+        strided = layout.strided_rows()
         if (unaligned, streams, hinted, transposed, aligned, strided) == (
                 self.unaligned_rows, self.streams, self.hinted_rows, self.transposed_output,
                 self.aligned_columns, self.strided_rows):
