@@ -144,6 +144,16 @@ def pack(types: Sequence[str], values: Sequence[Any], n_pointers: int,
     return bytes(packed), tuple(offsets), tuple(offsets[:n_pointers])
 
 
+def without_scratch(run: Any) -> bool:
+    """Whether Triton's launcher ``run`` (a ``CompiledKernel.run``) says its kernel takes no
+    global or profile scratch memory and no GSan instrumentation, the arguments that neither
+    the starter nor a direct call of Triton's C ``launch`` provide. A Triton that does not say
+    (an attribute missing) gets no: the launch keeps Triton's own path."""
+    return (getattr(run, "global_scratch_size", None) == 0
+            and getattr(run, "profile_scratch_size", None) == 0
+            and not getattr(run, "gsan_enabled", False))
+
+
 def starter(compiled: Any, programs: int, n_pointers: int,
             arguments: Sequence[Any]) -> Callable[..., bool] | None:
     """``start(stream, *pointers) -> bool`` for the kernel ``compiled`` (an upstream Triton
@@ -159,8 +169,7 @@ def starter(compiled: Any, programs: int, n_pointers: int,
     run, metadata = getattr(compiled, "run", None), getattr(compiled, "metadata", None)
     signature = getattr(getattr(compiled, "src", None), "signature", None)
     if (run is None or metadata is None or not isinstance(signature, dict)
-            or getattr(run, "global_scratch_size", 0) or getattr(run, "profile_scratch_size", 0)
-            or getattr(run, "gsan_enabled", False)
+            or not without_scratch(run)
             or not hasattr(run, "launch_pdl") or not hasattr(run, "launch_cooperative_grid")
             or getattr(metadata, "num_ctas", 1) != 1 or metadata.shared > 228 * 1024
             or len(signature) != n_pointers + len(arguments)):

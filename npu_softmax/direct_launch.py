@@ -38,9 +38,7 @@ def _launch_entry(run: Any, packed: Any) -> tuple[Callable[..., Any], tuple, boo
     launch = getattr(run, "launch", None)
     version = triton.__version__.split(".")[:2]
     if (type(run).__name__ == "CudaLauncher" and callable(launch)
-            and getattr(run, "global_scratch_size", None) == 0
-            and getattr(run, "profile_scratch_size", None) == 0
-            and not getattr(run, "gsan_enabled", False)):
+            and cuda_start.without_scratch(run)):
         if version in (["3", "5"], ["3", "6"]):
             return launch, (run.launch_cooperative_grid, run.launch_pdl, None, None,
                             packed, None, None, None), False

@@ -10,6 +10,7 @@ import os
 import struct
 import subprocess
 import sys
+from types import SimpleNamespace
 
 import pytest
 
@@ -107,3 +108,17 @@ def test_the_starter_builds_and_checks_its_arguments() -> None:
     except OSError:  # no driver here: aligned pointers reach for it, and the start says so
         with pytest.raises(RuntimeError, match="libcuda"):
             start(0, 16, 32)
+
+
+def test_kernels_with_scratch_keep_tritons_launch() -> None:
+    """Neither the starter nor a direct call of Triton's C launch passes scratch memory: a
+    launcher that asks for any, runs GSan, or does not say (an older or newer Triton) is
+    declined, so its kernel starts through Triton."""
+    plain = {"global_scratch_size": 0, "profile_scratch_size": 0}
+    assert cuda_start.without_scratch(SimpleNamespace(**plain))
+    assert cuda_start.without_scratch(SimpleNamespace(**plain, gsan_enabled=False))
+    assert not cuda_start.without_scratch(SimpleNamespace(**plain, gsan_enabled=True))
+    for name in plain:
+        assert not cuda_start.without_scratch(SimpleNamespace(**{**plain, name: 256}))
+        assert not cuda_start.without_scratch(
+            SimpleNamespace(**{k: v for k, v in plain.items() if k != name}))
