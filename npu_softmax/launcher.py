@@ -41,6 +41,8 @@ class Target:
     backend: str  # "npu", "cuda", "hip" or "cpu"
     arch: str  # e.g. "Ascend910B3", "90"; "interpreter" or "none" on cpu
     interpreter: bool
+    #: Threads of a warp (64 on AMD's CDNA GPUs); 0 where the target does not say (NPU, cpu).
+    warp_size: int = 0
 
 
 @functools.cache
@@ -52,14 +54,15 @@ def target() -> Target:
     found = _compat.current_target()
     if found is None:
         return Target("cpu", "none", False)
-    return Target(str(found.backend), str(found.arch), False)
+    return Target(str(found.backend), str(found.arch), False,
+                  int(getattr(found, "warp_size", 0) or 0))
 
 
 @functools.cache
 def backend() -> Backend:
     """The sizing rules of the active target."""
     t = target()
-    return for_target(t.backend, t.arch)
+    return for_target(t.backend, t.arch, t.warp_size)
 
 
 def serves(device: torch.device) -> bool:

@@ -44,6 +44,34 @@ def test_no_dependent_launch_off_cuda() -> None:
     assert for_target("cpu", "none").dependent_launch is False
 
 
+@pytest.mark.parametrize("itemsize", [2, 4])
+@pytest.mark.parametrize("streams", [1, 2])
+def test_programs_keep_their_threads_on_wider_warps(itemsize: int, streams: int) -> None:
+    """On AMD's CDNA GPUs (wavefronts of 64 threads) every plan runs programs of as many threads
+    as on NVIDIA, in half the warps, never more than the 1024 threads a block may have; one-warp
+    programs take one wavefront. 2-byte rows are held in blocks of at most 16384 there, whose
+    shared memory fits a CDNA workgroup's 64 KB."""
+    hip = for_target("hip", "gfx942", 64)
+    assert isinstance(hip, CudaBackend) and hip.warp_size == 64
+    assert for_target("cuda", "90", 32).warp_size == for_target("cuda", "90").warp_size == 32
+    assert hip.tile_elems(itemsize) == (16384 if itemsize == 2 else 32768)
+    for unaligned in (False, True):
+        # Rows not 16-byte aligned, and a transposed input's groups, with them.
+        flags = (unaligned, streams, False, unaligned, not unaligned, False)
+        nvidia, amd = CudaBackend("cuda", 90, *flags), CudaBackend("hip", "gfx942", *flags,
+                                                                   warp_size=64)
+        plans = (launcher.reachable_plans(amd, itemsize, 8)
+                 + launcher.reachable_column_plans(amd, itemsize, 8, unaligned))
+        most = 0
+        for p in plans:
+            assert p.variant != "tile" or p.block_n * p.block_m <= amd.tile_elems(itemsize), p
+            threads = 32 * nvidia.options(p, itemsize)["num_warps"]
+            amd_warps = amd.options(p, itemsize)["num_warps"]
+            assert 64 * amd_warps == max(64, threads) <= 1024, (p, threads, amd_warps)
+            most = max(most, threads)
+        assert most == 1024  # 32 NVIDIA warps somewhere: the case that needs the halving
+
+
 @pytest.mark.parametrize("n_rows", [8192, 65536])
 @pytest.mark.parametrize("n_cols,most_rows", [(101, {2: 8, 4: 8}), (102, {2: 8, 4: 8}),
                                               (201, {2: 4, 4: 4}), (202, {2: 4, 4: 4}),

@@ -15,6 +15,11 @@ if TYPE_CHECKING:
 
 #: Resident threads per SM on every NVIDIA GPU since Volta (and per CU on AMD CDNA).
 MAX_THREADS_PER_SM = 2048
+#: Threads of the warps every warp count below is in (NVIDIA's). Where a target's warps are
+#: wider (AMD CDNA's wavefronts of 64), a program gets as many threads, in fewer warps: the
+#: elements a thread holds stay as tuned, and a program of 32 such warps, 2048 threads, would
+#: be more than a block may have (1024).
+TUNED_WARP_SIZE = 32
 #: Programs of 16 or more warps (a row or chunk of 8192+ elements each) are launched this many
 #: times over what the SMs hold at once; each still loops, but the hardware scheduler, not the
 #: fixed round-robin, then evens out the last rows. Measured through the API on the H100
@@ -301,9 +306,12 @@ class CudaBackend(Backend):
     def __init__(self, name: str = "cuda", arch: str | int = 0,
                  unaligned_rows: bool = False, streams: int = 1,
                  hinted_rows: bool = False, transposed_output: bool = False,
-                 aligned_columns: bool = False, strided_rows: bool = False) -> None:
+                 aligned_columns: bool = False, strided_rows: bool = False,
+                 warp_size: int = TUNED_WARP_SIZE) -> None:
         self.name = name
         self.arch = arch
+        #: Threads of the target's warps (``GPUTarget.warp_size``).
+        self.warp_size = warp_size
         # Hopper (sm_90) and later, through upstream Triton's launch_pdl option.
         self.dependent_launch = (name == "cuda" and _compat.HAS_DEPENDENT_LAUNCH
                                  and str(arch).isdigit() and int(arch) >= 90)
@@ -335,7 +343,7 @@ class CudaBackend(Backend):
                 self.aligned_columns, self.strided_rows):
             return self
         return CudaBackend(self.name, self.arch, unaligned, streams, hinted, transposed, aligned,
-                           strided)
+                           strided, self.warp_size)
 
     def row_blocks(self, block_n: int, itemsize: int) -> int:
         # Several programs share an SM, so short rows are cut into at least 4 row blocks per
@@ -433,6 +441,11 @@ class CudaBackend(Backend):
     # copy roof (65536 falls to 66%: longer rows loop); short rows do
     # best in tiles of about 4096 elements; the split kernels in chunks of 4096 (8 warps).
     def tile_elems(self, itemsize: int) -> int:
+        # Where warps are wider (AMD CDNA), Triton's AMD backend gives a 2-byte block of 32768
+        # 128 KB of shared memory (the row kernel compiled for gfx942 offline, 2026-11-27),
+        # twice the 64 KB a CDNA workgroup may have; one of 16384 takes 64 KB.
+        if itemsize == 2 and self.warp_size > TUNED_WARP_SIZE:
+            return 16384
         return 32768
 
     def rows_tile_elems(self, itemsize: int) -> int:
@@ -620,8 +633,8 @@ class CudaBackend(Backend):
 
     def options(self, plan: Plan, itemsize: int) -> dict[str, Any]:
         # One stage: the persistent loop keeps enough rows in flight through occupancy instead.
-        options = {"num_warps": self._warps(plan, itemsize), "num_stages": 1,
-                   "enable_fp_fusion": self.fp_fusion}
+        warps = max(1, self._warps(plan, itemsize) * TUNED_WARP_SIZE // self.warp_size)
+        options = {"num_warps": warps, "num_stages": 1, "enable_fp_fusion": self.fp_fusion}
         # 2-byte online rows with a last chunk (``last_chunk``) on 16 warps: at most 64
         # registers a thread (80-116 otherwise, one program an SM), so two programs share an
         # SM. Through the API on the H100 (2026-11-24, eleventh session, docs/tuning.md), two
@@ -749,13 +762,14 @@ class CudaBackend(Backend):
             occupancy = min(occupancy, props["max_shared_mem"] // smem)
         # What the SMs hold at once, one program an SM at least.
         resident = props["multiprocessor_count"] * max(1, occupancy)
-        if options["num_warps"] >= 16:
+        warps = threads // TUNED_WARP_SIZE  # as the rules count them
+        if warps >= 16:
             return resident * WIDE_PROGRAM_WAVES
         if constexprs.get("TAIL_N", 0) > 0:
             # Rows held as a head and a tail (2-byte rows of the forward only).
-            if options["num_warps"] == RESIDENT_ROW_WARPS:
+            if warps == RESIDENT_ROW_WARPS:
                 return resident
-            if (options["num_warps"] == WIDE_TAIL_WARPS and constexprs["BLOCK_N"] == WIDE_TAIL_HEAD
+            if (warps == WIDE_TAIL_WARPS and constexprs["BLOCK_N"] == WIDE_TAIL_HEAD
                     and constexprs["TAIL_N"] < WIDE_TAIL):
                 # Aligned rows of 8193-9216 (``ALIGNED_WIDE_TAIL_WAVES``).
                 return resident * ALIGNED_WIDE_TAIL_WAVES
