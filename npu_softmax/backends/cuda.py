@@ -443,7 +443,8 @@ class CudaBackend(Backend):
     def tile_elems(self, itemsize: int) -> int:
         # Where warps are wider (AMD CDNA), Triton's AMD backend gives a 2-byte block of 32768
         # 128 KB of shared memory (the row kernel compiled for gfx942 offline, 2026-11-27),
-        # twice the 64 KB a CDNA workgroup may have; one of 16384 takes 64 KB.
+        # twice the 64 KB a CDNA workgroup may have; one of 16384 takes 32 KB (float32 blocks
+        # of 32768: 64 KB).
         if itemsize == 2 and self.warp_size > TUNED_WARP_SIZE:
             return 16384
         return 32768
