@@ -434,7 +434,8 @@ class CudaBackend(Backend):
         # aligned body (2026-11-24, eighth session), against a pair per thread: bf16 4096x50257
         # 2008 -> 2400, 4096x40001 2050 -> 2520, 1000x100003 1920 -> 2072. The split kernels'
         # first pass lost with pairs per lane (bf16 16x262144 1241 -> 1155) and keeps one.
-        return stat_lanes_per_vector(plan, itemsize, 32 * self._warps(plan, itemsize))
+        return stat_lanes_per_vector(plan, itemsize,
+                                     TUNED_WARP_SIZE * self._warps(plan, itemsize))
 
     # Sizes below come from scripts/tune.py on an H100 (2026-11-22): a row of up to 32768
     # elements held in registers by one program (32 warps from 32768) runs at 95-99% of the
@@ -664,7 +665,7 @@ class CudaBackend(Backend):
             elems = block_m * block_n * self.streams
             if self._wide_column_threads(plan, itemsize):
                 return max(self._wide_column_min_warps(plan),
-                           elems // (32 * HALF_COLUMN_THREAD_ELEMS))
+                           elems // (TUNED_WARP_SIZE * HALF_COLUMN_THREAD_ELEMS))
             # 32 elements a thread at most, of each tensor read (the backward reads two).
             return 4 if elems <= 4096 else 8 if elems <= 8192 else 16
         if plan.variant == "tile" and block_m == 1 and self._one_warp_row(block_n + tail_n,
