@@ -236,6 +236,32 @@ def test_cuda_tiles_of_1024_single_element_rows_take_8_warps(itemsize: int) -> N
     assert rows.options(p, itemsize)["num_warps"] < 8
 
 
+@pytest.mark.parametrize("n_cols,sparse", [(65, True), (69, True), (85, True), (86, False),
+                                           (89, False), (127, False), (129, True), (131, True),
+                                           (169, True), (170, False), (171, False)])
+def test_cuda_float32_tiles_of_sparse_odd_rows_hold_4_rows_a_warp(n_cols: int,
+                                                                  sparse: bool) -> None:
+    """Float32 rows of odd length filling at most 2/3 of a block of 128 or 256 lanes, in tiles
+    of 1024 elements: 4 rows a warp in the forward (8x128 on 2 warps, 4x256 on 1); fuller rows,
+    even ones (8-byte runs), smaller tiles (fewer rows), rows whose elements are apart, 2-byte
+    rows and the backward keep theirs (4 warps; 2 for 2-byte tiles)."""
+    be = CudaBackend("cuda", 90)
+    layout = _contiguous(1 << 18, n_cols)
+    p, rows = _cuda_forward(layout, 4)
+    assert (p.variant, p.block_m * p.block_n, p.tail_n) == ("tile", 1024, 0)
+    warps = rows.options(p, 4)["num_warps"]
+    assert warps == (p.block_m // 4 if sparse else 4)
+    backward = launcher.plan(layout, 4, 132, be, streams=2)
+    assert be.for_layout(layout, 4, 2).options(backward, 4)["num_warps"] == 4
+    p2, rows2 = _cuda_forward(layout, 2)
+    assert rows2.options(p2, 2)["num_warps"] == 2
+    apart = RowLayout(1 << 18, n_cols, 1, (2 * n_cols, 0, 2), (n_cols, 0, 1))
+    p, rows = _cuda_forward(apart, 4)
+    assert rows.options(p, 4)["num_warps"] == 4
+    p, rows = _cuda_forward(_contiguous(4000, n_cols), 4)
+    assert p.block_m * p.block_n < 1024 and rows.options(p, 4)["num_warps"] == 4
+
+
 @pytest.mark.parametrize("n_cols,tail", [(336, 128), (576, 64), (600, 128), (528, 16),
                                          (304, 64), (1000, 0), (1024, 0), (512, 0), (400, 0)])
 def test_cuda_aligned_2_byte_rows_of_257_to_1024_with_a_tail_go_one_to_a_one_warp_program(
