@@ -236,30 +236,31 @@ def test_cuda_tiles_of_1024_single_element_rows_take_8_warps(itemsize: int) -> N
     assert rows.options(p, itemsize)["num_warps"] < 8
 
 
-@pytest.mark.parametrize("n_cols,sparse", [(65, True), (69, True), (85, True), (86, False),
-                                           (89, False), (127, False), (129, True), (131, True),
+@pytest.mark.parametrize("n_cols,sparse", [(65, True), (69, True), (95, True), (86, False),
+                                           (97, False), (127, False), (129, True), (131, True),
                                            (169, True), (170, False), (171, False)])
-def test_cuda_float32_tiles_of_sparse_odd_rows_hold_4_rows_a_warp(n_cols: int,
-                                                                  sparse: bool) -> None:
-    """Float32 rows of odd length filling at most 2/3 of a block of 128 or 256 lanes, in tiles
-    of 1024 elements: 4 rows a warp in the forward (8x128 on 2 warps, 4x256 on 1); fuller rows,
-    even ones (8-byte runs), smaller tiles (fewer rows), rows whose elements are apart, 2-byte
-    rows and the backward keep theirs (4 warps; 2 for 2-byte tiles)."""
+def test_cuda_float32_tiles_of_sparse_odd_rows_go_4_to_a_one_warp_tile(n_cols: int,
+                                                                      sparse: bool) -> None:
+    """Float32 rows of odd length up to 96 elements in blocks of 128 lanes, or up to 170 in
+    blocks of 256, go in tiles of 4 rows on one warp in the forward; longer rows, even ones
+    (8-byte runs), rows whose elements are apart, 2-byte rows and the backward keep tiles of
+    1024 elements (4 warps; 2 for 2-byte tiles), and fewer rows smaller tiles on 4 warps."""
     be = CudaBackend("cuda", 90)
     layout = _contiguous(1 << 18, n_cols)
     p, rows = _cuda_forward(layout, 4)
-    assert (p.variant, p.block_m * p.block_n, p.tail_n) == ("tile", 1024, 0)
-    warps = rows.options(p, 4)["num_warps"]
-    assert warps == (p.block_m // 4 if sparse else 4)
+    assert (p.variant, p.tail_n) == ("tile", 0)
+    assert (p.block_m, rows.options(p, 4)["num_warps"]) == ((4, 1) if sparse
+                                                             else (1024 // p.block_n, 4))
     backward = launcher.plan(layout, 4, 132, be, streams=2)
+    assert backward.block_m * backward.block_n == 1024
     assert be.for_layout(layout, 4, 2).options(backward, 4)["num_warps"] == 4
     p2, rows2 = _cuda_forward(layout, 2)
-    assert rows2.options(p2, 2)["num_warps"] == 2
+    assert p2.block_m * p2.block_n == 1024 and rows2.options(p2, 2)["num_warps"] == 2
     apart = RowLayout(1 << 18, n_cols, 1, (2 * n_cols, 0, 2), (n_cols, 0, 1))
     p, rows = _cuda_forward(apart, 4)
     assert rows.options(p, 4)["num_warps"] == 4
     p, rows = _cuda_forward(_contiguous(4000, n_cols), 4)
-    assert p.block_m * p.block_n < 1024 and rows.options(p, 4)["num_warps"] == 4
+    assert p.block_m < 4 and rows.options(p, 4)["num_warps"] == 4
 
 
 @pytest.mark.parametrize("n_cols,tail", [(336, 128), (576, 64), (600, 128), (528, 16),

@@ -117,20 +117,25 @@ UNALIGNED_ROW_8192_WARPS = 8
 #: (100000x1, 64 rows a tile: 152 -> 144).
 SINGLE_COLUMN_TILE_ROWS = 1024
 SINGLE_COLUMN_TILE_WARPS = 8
-#: Rows of the forward's float32 tiles of ``UNALIGNED_TILE_ELEMS`` elements that a warp holds
-#: where the rows are runs of one element (odd lengths, ``RowLayout.row_align`` 1) filling at
-#: most 2/3 of their block of 128 or 256 lanes (``CudaBackend.sparse_rows``): 8 rows of 128 lanes
-#: on 2 warps, 4 of 256 on 1, against 4 warps before. Through the API on the H100 (2026-11-27,
-#: forty-second session, docs/tuning.md), best of 2, tensors of 128 MB: fp32 246154x65 1827 ->
-#: 2262 GB/s, 231884x69 1924 -> 2325, 219178x73 2012 -> 2374, 197531x81 2186 -> 2467,
-#: 124031x129 2126 -> 2574, 122137x131 2152 -> 2575, 113475x141 2256 -> 2619, 99379x161 2430
-#: -> 2638 (torch.softmax 2370-2567: under it before on all but 81 and 161); of 24 MB: 46154x65
-#: 1335 -> 1557, 43478x69 1340 -> 1523, 37037x81 1486 -> 1573, 23256x129 1475 -> 1733,
-#: 18634x161 1561 -> 1793; of 8 MB level or faster (15385x65 864 -> 853, 14493x69 881 -> 942,
-#: 7752x129 836 -> 987). Fuller rows lost so at 24 MB (33708x89 1567 -> 1499, 30928x97 1687 ->
-#: 1559, 17143x175 level), as did 8-byte runs at 8 MB (15152x66 860 -> 468, 6667x150 1010 -> 954).
-SPARSE_ROWS_PER_WARP = 4
-SPARSE_ROW_LANES = (128, 256)
+#: The forward's float32 rows of odd length (runs of one element, ``RowLayout.row_align`` 1)
+#: that leave a quarter of a block of 128 lanes empty, or a third of 256 (the longest such row
+#: by block; ``CudaBackend.sparse_rows``), go in tiles of ``SPARSE_TILE_ROWS`` rows on one warp:
+#: tiles of 8 rows of 128 lanes on 4 warps before, of 4 of 256 on 4. Through the API on the
+#: H100 (2026-11-27, forty-second session, docs/tuning.md), best of 2, before -> after in one
+#: run each, tensors of 128 MB: fp32 246154x65 1803 -> 2483 GB/s, 231884x69 1912 -> 2510,
+#: 197531x81 2174 -> 2562, 179775x89 2286 -> 2533, 164948x97 2432 -> 2579, 124031x129 2126 ->
+#: 2574, 122137x131 2152 -> 2575, 113475x141 2256 -> 2619, 99379x161 2430 -> 2638
+#: (torch.softmax 2355-2567: under it before on every one); of 24 MB: 46154x65 1334 ->
+#: 1612, 43478x69 1389 -> 1700, 37037x81 1553 -> 1735, 33708x89 1550 -> 1721, 30928x97 1667 ->
+#: 1735, 23256x129 1475 -> 1733, 18634x161 1561 -> 1793; of 8 MB level or faster (11236x89
+#: 900 -> 1009, 10309x97 1014 -> 1012, 7752x129 836 -> 987, 6211x161 1002 -> 1009). Fuller rows
+#: were mixed: of 128 lanes, 105-127 (125984x127 2459 -> 2500, but 7874x127 973 -> 899 and
+#: 23622x127 1611 -> 1584); of 256 lanes, 171-255, slower at 8 MB (5848x171 993 -> 932, 5236x191
+#: 1014 -> 930). Rows of 8-byte runs were mixed on fewer warps (8 rows on 2: 242424x66 2274 ->
+#: 2474, but 15152x66 860 -> 468), and 8 rows of 128 lanes on 2 warps ran between (246154x65
+#: 2255).
+SPARSE_ROW_MOST_COLS = {128: 96, 256: 170}
+SPARSE_TILE_ROWS = 4
 #: Longest 2-byte row the online kernel reads in chunks of 16384 rather than 32768 elements.
 MAX_HALF_CHUNK_COLS = 5 * 16384
 #: Longest 2-byte row the forward's online kernel reads in chunks of ``SHORT_HALF_CHUNK``
@@ -344,8 +349,8 @@ class CudaBackend(Backend):
         #: Rows whose elements are apart in either tensor (a column stride other than 1), which
         #: no kernel reads as vectors (``for_layout``).
         self.strided_rows = strided_rows
-        #: Rows of odd length, elements next to each other, that fill at most 2/3 of their
-        #: power-of-two block (``for_layout``, ``SPARSE_ROWS_PER_WARP``).
+        #: Rows of odd length, elements next to each other, that leave much of their
+        #: power-of-two block empty (``for_layout``, ``SPARSE_ROW_MOST_COLS``).
         self.sparse_rows = sparse_rows
 
     def for_layout(self, layout: RowLayout, itemsize: int, streams: int = 1) -> CudaBackend:
@@ -355,8 +360,8 @@ class CudaBackend(Backend):
         transposed = cols.y_strides[1] != 1
         aligned = all(s % 16 == 0 for s in (*cols.x_strides[::2], *cols.y_strides[::2]))
         strided = layout.strided_rows()
-        sparse = (layout.row_align(itemsize) == 1 and not strided
-                  and 3 * layout.n_cols <= 2 * triton.next_power_of_2(layout.n_cols))
+        sparse = (layout.row_align(itemsize) == 1 and not strided and layout.n_cols
+                  <= SPARSE_ROW_MOST_COLS.get(triton.next_power_of_2(layout.n_cols), 0))
         if (unaligned, streams, hinted, transposed, aligned, strided, sparse) == (
                 self.unaligned_rows, self.streams, self.hinted_rows, self.transposed_output,
                 self.aligned_columns, self.strided_rows, self.sparse_rows):
@@ -535,9 +540,15 @@ class CudaBackend(Backend):
             rows = min(rows, UNALIGNED_FLOAT_TILE_ELEMS // block_n)
         elif self.unaligned_rows and block_n < UNALIGNED_TILE_ELEMS:
             rows = min(rows, UNALIGNED_TILE_ELEMS // block_n)
+            if self._sparse_tile(itemsize):
+                rows = min(rows, SPARSE_TILE_ROWS)
         elif self._hinted_float_tile(block_n, itemsize):
             rows = max(1, min(rows, HINTED_FLOAT_TILE_ELEMS // block_n))
         return rows
+
+    def _sparse_tile(self, itemsize: int) -> bool:
+        # The forward's float32 rows of ``SPARSE_ROW_MOST_COLS``.
+        return self.sparse_rows and self.streams == 1 and itemsize == 4
 
     def _hinted_float_tile(self, block_n: int, itemsize: int) -> bool:
         # Forward float32 rows aligned through ``ALIGN`` in blocks of at most 256 lanes
@@ -732,9 +743,8 @@ class CudaBackend(Backend):
             warps = 4
         if block_m > 1 and self._hinted_float_tile(block_n, itemsize):
             warps = max(1, elems // 256)  # 8 elements a thread (HINTED_FLOAT_TILE_ELEMS)
-        if (plan.variant == "tile" and self.sparse_rows and self.streams == 1 and itemsize == 4
-                and block_n in SPARSE_ROW_LANES and elems == UNALIGNED_TILE_ELEMS):
-            warps = block_m // SPARSE_ROWS_PER_WARP
+        if plan.variant == "tile" and block_m == SPARSE_TILE_ROWS and self._sparse_tile(itemsize):
+            warps = 1
         # 2 warps for 2-byte tiles of unaligned rows: through the API on the H100 (2026-11-23,
         # fifth session), bf16 65536x333 1796 -> 1920 GB/s, 8192x200 661 -> 803 (float32 lost:
         # 65536x333 2549 -> 2342).
