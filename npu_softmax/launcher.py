@@ -494,9 +494,21 @@ def launch_softmax_backward(dy: torch.Tensor, y: torch.Tensor, dx: torch.Tensor,
     ``layout.x_strides`` address ``dy``; ``layout.y_strides`` address both ``y`` and ``dx``.
     The variant and tile come from the forward's ``plan``, for two input streams.
     """
-    itemsize = max(dy.element_size(), y.element_size(), dx.element_size())
+    launch = prepare_softmax_backward(dy.dtype, y.dtype, dx.dtype, dy.device, layout, variant,
+                                      log=log, scale=scale)
+    launch(dy, y, dx)
+    return launch
+
+
+def prepare_softmax_backward(dy_dtype: torch.dtype, y_dtype: torch.dtype, dx_dtype: torch.dtype,
+                             device: torch.device, layout: RowLayout,
+                             variant: str | None = None, *, log: bool = False,
+                             scale: float = 1.0) -> Launch:
+    """The ``Launch`` of ``launch_softmax_backward`` for tensors of these dtypes on ``device``
+    laid out as ``layout``, without running it. Operands: ``(dy, y, dx)``."""
+    itemsize = max(dy_dtype.itemsize, y_dtype.itemsize, dx_dtype.itemsize)
     be = backend().for_layout(layout, itemsize, streams=2)
-    device_index = dy.device.index or 0
+    device_index = device.index or 0
     p = plan(layout, itemsize, core_count(device_index), be, variant, streams=2)
     options = be.options(p, itemsize)
     if p.variant == "cols":
@@ -504,7 +516,7 @@ def launch_softmax_backward(dy: torch.Tensor, y: torch.Tensor, dx: torch.Tensor,
         layout, align = layout.columns(), 1
     else:
         align = be.row_align(layout, itemsize)
-    key = (p, dy.dtype, y.dtype, dx.dtype, log, be.name, dy.device.type, device_index,
+    key = (p, dy_dtype, y_dtype, dx_dtype, log, be.name, device.type, device_index,
            "backward", align, *sorted(options.items()))
     rows = (layout.n_rows, layout.n_cols, layout.n_inner, *layout.x_strides, *layout.y_strides)
     flags = {"BLOCK_N": p.block_n, "INDEX_64": p.index_64, "LOG": log, "ALIGN": align}
@@ -545,7 +557,7 @@ def launch_softmax_backward(dy: torch.Tensor, y: torch.Tensor, dx: torch.Tensor,
                       {**split, "EVICT": second, "STORE_CACHE": be.output_cache}, options,
                       be.dependent_launch),
             )
-            scratch = (n_items * p.block_m, acc_dtype(y.dtype))
+            scratch = (n_items * p.block_m, acc_dtype(y_dtype))
     else:
         n_items = layout.n_rows * p.n_splits
         cols = p.split_cols(layout.n_cols)
@@ -557,10 +569,8 @@ def launch_softmax_backward(dy: torch.Tensor, y: torch.Tensor, dx: torch.Tensor,
                   (*rows, cols, scale), {**writes, **split, "EVICT": second}, options,
                   be.dependent_launch),
         )
-        scratch = (n_items, acc_dtype(y.dtype))
-    launch = Launch(p, dy.device, steps, scratch)
-    launch(dy, y, dx)
-    return launch
+        scratch = (n_items, acc_dtype(y_dtype))
+    return Launch(p, device, steps, scratch)
 
 
 def _device_guard(device: torch.device) -> Any:
