@@ -155,6 +155,24 @@ def test_long_2_byte_rows_as_planned(kernel_device: str, n_cols: int, dtype: tor
     assert_softmax_close(y, reference(x, -1))
 
 
+@pytest.mark.parametrize("n_cols", [65, 95, 97, 127, 129, 169, 171, 255])
+@pytest.mark.parametrize("log", [False, True])
+def test_short_odd_float32_rows_as_planned(kernel_device: str, n_cols: int, log: bool) -> None:
+    """Float32 rows of odd length just past a power of two and below the next, enough of them
+    for full tiles, by the target's own plan (on CUDA: tiles of 4 rows on one warp for rows of
+    65-95 and 129-169 elements, tiles of 1024 elements on 4 warps for the others), into an
+    output poisoned with NaN."""
+    cores = launcher.core_count(torch.device(kernel_device).index or 0)
+    x = torch.randn(64 * cores + 5, n_cols, device=kernel_device).mul(3)
+    y = torch.full_like(x, float("nan"))
+    if log:
+        npu_softmax.log_softmax(x, -1, out=y)
+        assert_close(y, reference(x, -1, log=True), torch.float32)
+    else:
+        npu_softmax.softmax(x, -1, out=y)
+        assert_softmax_close(y, reference(x, -1))
+
+
 @pytest.mark.parametrize("n_cols", [20001, 32000])
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
 def test_few_rows_that_fit_a_tile(kernel_device: str, n_cols: int, dtype: torch.dtype) -> None:
