@@ -236,11 +236,11 @@ def test_cuda_tiles_of_1024_single_element_rows_take_8_warps(itemsize: int) -> N
     assert rows.options(p, itemsize)["num_warps"] < 8
 
 
-@pytest.mark.parametrize("n_cols,sparse", [(65, True), (69, True), (95, True), (86, False),
+@pytest.mark.parametrize("n_cols,padded", [(65, True), (69, True), (95, True), (86, False),
                                            (97, False), (127, False), (129, True), (131, True),
                                            (169, True), (170, False), (171, False)])
-def test_cuda_float32_tiles_of_sparse_odd_rows_go_4_to_a_one_warp_tile(n_cols: int,
-                                                                      sparse: bool) -> None:
+def test_cuda_float32_tiles_of_padded_odd_rows_go_4_to_a_one_warp_tile(n_cols: int,
+                                                                      padded: bool) -> None:
     """Float32 rows of odd length up to 96 elements in blocks of 128 lanes, or up to 170 in
     blocks of 256, go in tiles of 4 rows on one warp in the forward; longer rows, even ones
     (8-byte runs), rows whose elements are apart, 2-byte rows and the backward keep tiles of
@@ -249,7 +249,7 @@ def test_cuda_float32_tiles_of_sparse_odd_rows_go_4_to_a_one_warp_tile(n_cols: i
     layout = _contiguous(1 << 18, n_cols)
     p, rows = _cuda_forward(layout, 4)
     assert (p.variant, p.tail_n) == ("tile", 0)
-    assert (p.block_m, rows.options(p, 4)["num_warps"]) == ((4, 1) if sparse
+    assert (p.block_m, rows.options(p, 4)["num_warps"]) == ((4, 1) if padded
                                                              else (1024 // p.block_n, 4))
     backward = launcher.plan(layout, 4, 132, be, streams=2)
     assert backward.block_m * backward.block_n == 1024

@@ -118,11 +118,11 @@ UNALIGNED_ROW_8192_WARPS = 8
 SINGLE_COLUMN_TILE_ROWS = 1024
 SINGLE_COLUMN_TILE_WARPS = 8
 #: The forward's float32 rows of odd length (runs of one element, ``RowLayout.row_align`` 1)
-#: that leave a quarter of a block of 128 lanes empty, or a third of 256 (the longest such row
-#: by block; ``CudaBackend.sparse_rows``), go in tiles of ``SPARSE_TILE_ROWS`` rows on one warp:
-#: tiles of 8 rows of 128 lanes on 4 warps before, of 4 of 256 on 4. Through the API on the
-#: H100 (2026-11-27, forty-second session, docs/tuning.md), best of 2, before -> after in one
-#: run each, tensors of 128 MB: fp32 246154x65 1803 -> 2483 GB/s, 231884x69 1912 -> 2510,
+#: that leave at least a quarter of a block of 128 lanes empty, or a third of 256 (the longest
+#: such row by block; ``CudaBackend.padded_odd_rows``), go in tiles of ``PADDED_ODD_TILE_ROWS``
+#: rows on one warp: tiles of 8 rows of 128 lanes on 4 warps before, of 4 of 256 on 4. Through the
+#: API on the H100 (2026-11-27, forty-second session, docs/tuning.md), best of 2, before -> after in
+#: one run each, tensors of 128 MB: fp32 246154x65 1803 -> 2483 GB/s, 231884x69 1912 -> 2510,
 #: 197531x81 2174 -> 2562, 179775x89 2286 -> 2533, 164948x97 2432 -> 2579, 124031x129 2126 ->
 #: 2574, 122137x131 2152 -> 2575, 113475x141 2256 -> 2619, 99379x161 2430 -> 2638
 #: (torch.softmax 2355-2567: under it before on every one); of 24 MB: 46154x65 1334 ->
@@ -134,8 +134,8 @@ SINGLE_COLUMN_TILE_WARPS = 8
 #: 1014 -> 930). Rows of 8-byte runs were mixed on fewer warps (8 rows on 2: 242424x66 2274 ->
 #: 2474, but 15152x66 860 -> 468), and 8 rows of 128 lanes on 2 warps ran between (246154x65
 #: 2255).
-SPARSE_ROW_MOST_COLS = {128: 96, 256: 170}
-SPARSE_TILE_ROWS = 4
+PADDED_ODD_ROW_MOST_COLS = {128: 96, 256: 170}
+PADDED_ODD_TILE_ROWS = 4
 #: Longest 2-byte row the online kernel reads in chunks of 16384 rather than 32768 elements.
 MAX_HALF_CHUNK_COLS = 5 * 16384
 #: Longest 2-byte row the forward's online kernel reads in chunks of ``SHORT_HALF_CHUNK``
@@ -326,7 +326,7 @@ class CudaBackend(Backend):
                  unaligned_rows: bool = False, streams: int = 1,
                  hinted_rows: bool = False, transposed_output: bool = False,
                  aligned_columns: bool = False, strided_rows: bool = False,
-                 sparse_rows: bool = False, warp_size: int = TUNED_WARP_SIZE) -> None:
+                 padded_odd_rows: bool = False, warp_size: int = TUNED_WARP_SIZE) -> None:
         self.name = name
         self.arch = arch
         #: Threads of the target's warps (``GPUTarget.warp_size``).
@@ -350,8 +350,8 @@ class CudaBackend(Backend):
         #: no kernel reads as vectors (``for_layout``).
         self.strided_rows = strided_rows
         #: Rows of odd length, elements next to each other, that leave much of their
-        #: power-of-two block empty (``for_layout``, ``SPARSE_ROW_MOST_COLS``).
-        self.sparse_rows = sparse_rows
+        #: power-of-two block empty (``for_layout``, ``PADDED_ODD_ROW_MOST_COLS``).
+        self.padded_odd_rows = padded_odd_rows
 
     def for_layout(self, layout: RowLayout, itemsize: int, streams: int = 1) -> CudaBackend:
         unaligned = not layout.vector_rows(itemsize)
@@ -360,14 +360,14 @@ class CudaBackend(Backend):
         transposed = cols.y_strides[1] != 1
         aligned = all(s % 16 == 0 for s in (*cols.x_strides[::2], *cols.y_strides[::2]))
         strided = layout.strided_rows()
-        sparse = (layout.row_align(itemsize) == 1 and not strided and layout.n_cols
-                  <= SPARSE_ROW_MOST_COLS.get(triton.next_power_of_2(layout.n_cols), 0))
-        if (unaligned, streams, hinted, transposed, aligned, strided, sparse) == (
+        padded = (layout.row_align(itemsize) == 1 and not strided and layout.n_cols
+                  <= PADDED_ODD_ROW_MOST_COLS.get(triton.next_power_of_2(layout.n_cols), 0))
+        if (unaligned, streams, hinted, transposed, aligned, strided, padded) == (
                 self.unaligned_rows, self.streams, self.hinted_rows, self.transposed_output,
-                self.aligned_columns, self.strided_rows, self.sparse_rows):
+                self.aligned_columns, self.strided_rows, self.padded_odd_rows):
             return self
         return CudaBackend(self.name, self.arch, unaligned, streams, hinted, transposed, aligned,
-                           strided, sparse, self.warp_size)
+                           strided, padded, self.warp_size)
 
     def row_blocks(self, block_n: int, itemsize: int) -> int:
         # Several programs share an SM, so short rows are cut into at least 4 row blocks per
@@ -540,15 +540,15 @@ class CudaBackend(Backend):
             rows = min(rows, UNALIGNED_FLOAT_TILE_ELEMS // block_n)
         elif self.unaligned_rows and block_n < UNALIGNED_TILE_ELEMS:
             rows = min(rows, UNALIGNED_TILE_ELEMS // block_n)
-            if self._sparse_tile(itemsize):
-                rows = min(rows, SPARSE_TILE_ROWS)
+            if self._padded_odd_tile(itemsize):
+                rows = min(rows, PADDED_ODD_TILE_ROWS)
         elif self._hinted_float_tile(block_n, itemsize):
             rows = max(1, min(rows, HINTED_FLOAT_TILE_ELEMS // block_n))
         return rows
 
-    def _sparse_tile(self, itemsize: int) -> bool:
-        # The forward's float32 rows of ``SPARSE_ROW_MOST_COLS``.
-        return self.sparse_rows and self.streams == 1 and itemsize == 4
+    def _padded_odd_tile(self, itemsize: int) -> bool:
+        # The forward's float32 rows of ``PADDED_ODD_ROW_MOST_COLS``.
+        return self.padded_odd_rows and self.streams == 1 and itemsize == 4
 
     def _hinted_float_tile(self, block_n: int, itemsize: int) -> bool:
         # Forward float32 rows aligned through ``ALIGN`` in blocks of at most 256 lanes
@@ -743,7 +743,8 @@ class CudaBackend(Backend):
             warps = 4
         if block_m > 1 and self._hinted_float_tile(block_n, itemsize):
             warps = max(1, elems // 256)  # 8 elements a thread (HINTED_FLOAT_TILE_ELEMS)
-        if plan.variant == "tile" and block_m == SPARSE_TILE_ROWS and self._sparse_tile(itemsize):
+        if (plan.variant == "tile" and block_m == PADDED_ODD_TILE_ROWS
+                and self._padded_odd_tile(itemsize)):
             warps = 1
         # 2 warps for 2-byte tiles of unaligned rows: through the API on the H100 (2026-11-23,
         # fifth session), bf16 65536x333 1796 -> 1920 GB/s, 8192x200 661 -> 803 (float32 lost:
