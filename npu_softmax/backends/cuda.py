@@ -349,8 +349,8 @@ class CudaBackend(Backend):
         #: Rows whose elements are apart in either tensor (a column stride other than 1), which
         #: no kernel reads as vectors (``for_layout``).
         self.strided_rows = strided_rows
-        #: Rows of odd length, elements next to each other, that leave much of their
-        #: power-of-two block empty (``for_layout``, ``PADDED_ODD_ROW_MOST_COLS``).
+        #: The forward's float32 rows of odd length, elements next to each other, that leave
+        #: much of their power-of-two block empty (``for_layout``, ``PADDED_ODD_ROW_MOST_COLS``).
         self.padded_odd_rows = padded_odd_rows
 
     def for_layout(self, layout: RowLayout, itemsize: int, streams: int = 1) -> CudaBackend:
@@ -360,7 +360,8 @@ class CudaBackend(Backend):
         transposed = cols.y_strides[1] != 1
         aligned = all(s % 16 == 0 for s in (*cols.x_strides[::2], *cols.y_strides[::2]))
         strided = layout.strided_rows()
-        padded = (layout.row_align(itemsize) == 1 and not strided and layout.n_cols
+        padded = (streams == 1 and itemsize == 4 and layout.row_align(itemsize) == 1
+                  and not strided and layout.n_cols
                   <= PADDED_ODD_ROW_MOST_COLS.get(triton.next_power_of_2(layout.n_cols), 0))
         if (unaligned, streams, hinted, transposed, aligned, strided, padded) == (
                 self.unaligned_rows, self.streams, self.hinted_rows, self.transposed_output,
@@ -540,15 +541,11 @@ class CudaBackend(Backend):
             rows = min(rows, UNALIGNED_FLOAT_TILE_ELEMS // block_n)
         elif self.unaligned_rows and block_n < UNALIGNED_TILE_ELEMS:
             rows = min(rows, UNALIGNED_TILE_ELEMS // block_n)
-            if self._padded_odd_tile(itemsize):
+            if self.padded_odd_rows:
                 rows = min(rows, PADDED_ODD_TILE_ROWS)
         elif self._hinted_float_tile(block_n, itemsize):
             rows = max(1, min(rows, HINTED_FLOAT_TILE_ELEMS // block_n))
         return rows
-
-    def _padded_odd_tile(self, itemsize: int) -> bool:
-        # The forward's float32 rows of ``PADDED_ODD_ROW_MOST_COLS``.
-        return self.padded_odd_rows and self.streams == 1 and itemsize == 4
 
     def _hinted_float_tile(self, block_n: int, itemsize: int) -> bool:
         # Forward float32 rows aligned through ``ALIGN`` in blocks of at most 256 lanes
@@ -743,8 +740,7 @@ class CudaBackend(Backend):
             warps = 4
         if block_m > 1 and self._hinted_float_tile(block_n, itemsize):
             warps = max(1, elems // 256)  # 8 elements a thread (HINTED_FLOAT_TILE_ELEMS)
-        if (plan.variant == "tile" and block_m == PADDED_ODD_TILE_ROWS
-                and self._padded_odd_tile(itemsize)):
+        if plan.variant == "tile" and block_m == PADDED_ODD_TILE_ROWS and self.padded_odd_rows:
             warps = 1
         # 2 warps for 2-byte tiles of unaligned rows: through the API on the H100 (2026-11-23,
         # fifth session), bf16 65536x333 1796 -> 1920 GB/s, 8192x200 661 -> 803 (float32 lost:
