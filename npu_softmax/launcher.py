@@ -190,8 +190,10 @@ def column_plan(n_rows: int, n_cols: int, n_inner: int, max_offset: int, itemsiz
     tile leaves room for; longer rows go in ``column_chunk_elems`` chunks, whole in one chunk
     of the widest group, down to ``column_min_lanes`` rows, that the target says holds them
     (``column_holds_whole``: both may depend on whether the wide groups would be split, the
-    second on how many groups the narrower width gives), and where the
-    groups are too few to give every core ``split_items_per_core`` work items, each group's
+    second on how many groups the narrower width gives; rows no group holds whole are looped
+    in groups of ``column_loop_groups`` rows where there are that many), and where the
+    groups are too few to give every core ``split_items_per_core`` work items (or the looped
+    groups' own count), each group's
     rows are split between programs as the split variant splits a row, into no more ranges
     than a chunk holds groups (the split kernels combine a group's partial results as one
     ``[n_splits, block_m]`` tile: on Ascend, 128 ranges of 128-row groups did not fit the UB).
@@ -202,12 +204,13 @@ def column_plan(n_rows: int, n_cols: int, n_inner: int, max_offset: int, itemsiz
     inner = triton.next_power_of_2(n_inner)
     lanes = min(inner, be.column_lanes(itemsize))
     tile = be.column_tile_elems(itemsize, lanes)
+    items = be.split_items_per_core
     if full * lanes > tile:
         tile = be.column_chunk_elems(itemsize, lanes)
         if full * lanes > tile:
             # The widest group, down to the target's fewest rows, whose whole rows fit a chunk
             # of its own: each row is then read once, not twice (nor split).
-            split = column_groups(n_rows, n_inner, lanes) < be.split_items_per_core * n_cores
+            split = column_groups(n_rows, n_inner, lanes) < items * n_cores
             narrow = lanes
             while narrow >= be.column_min_lanes(itemsize, split):
                 groups = column_groups(n_rows, n_inner, narrow)
@@ -215,12 +218,19 @@ def column_plan(n_rows: int, n_cols: int, n_inner: int, max_offset: int, itemsiz
                     lanes, tile = narrow, full * narrow
                     break
                 narrow //= 2
+            else:
+                # None does: the rows are looped in chunks, in groups as wide as the target
+                # loops them where there are that many neighbours.
+                wide, wide_items = be.column_loop_groups(itemsize, split)
+                if min(inner, wide) > lanes:
+                    lanes, items = min(inner, wide), wide_items
+                    tile = be.column_chunk_elems(itemsize, lanes)
     block_m = min(inner, max(lanes, tile // full))
     block_n = min(full, max(1, tile // block_m))
     n_splits = 1
     if block_n < n_cols:
         groups = column_groups(n_rows, n_inner, block_m)
-        wanted = min(triton.cdiv(be.split_items_per_core * n_cores, groups), MAX_SPLITS,
+        wanted = min(triton.cdiv(items * n_cores, groups), MAX_SPLITS,
                      triton.cdiv(n_cols, block_n), max(1, tile // block_m))
         n_splits = triton.next_power_of_2(wanted) if wanted > 1 else 1
     # The split form's scratch holds 2 partial results per row (and padding row) and split.

@@ -73,7 +73,7 @@ def test_programs_keep_their_threads_on_wider_warps(itemsize: int, streams: int)
 
 
 @pytest.mark.parametrize("n_rows", [8192, 65536])
-@pytest.mark.parametrize("n_cols,most_rows", [(101, {2: 8, 4: 8}), (102, {2: 8, 4: 8}),
+@pytest.mark.parametrize("n_cols,most_rows", [(101, {2: 4, 4: 8}), (102, {2: 4, 4: 8}),
                                               (201, {2: 4, 4: 4}), (202, {2: 4, 4: 4}),
                                               (333, {4: 4}), (400, {2: 8, 4: 8}),
                                               (777, {4: 2})])
@@ -81,7 +81,8 @@ def test_cuda_tiles_of_unaligned_rows_are_small(n_rows: int, n_cols: int,
                                                 most_rows: dict[int, int]) -> None:
     """Rows that are not 16-byte aligned (all but 400) go in tiles of at most 1024 elements on
     CUDA, float32 rows of 512- and 1024-lane blocks in tiles of at most 2048; 2-byte tiles of
-    such rows take 2 warps, other tiles more, and rows of odd length read through windows only
+    such rows take 2 warps, but full tiles of rows of up to 128 elements one (4 rows: the one-warp
+    tests below), other tiles more, and rows of odd length read through windows only
     up to 128 lanes a row (float32: all but 512-lane rows); rows of even length load runs of 2
     or 4 elements (``ALIGN``) instead. (2-byte rows of 257-1024 elements: the next test.)"""
     be = CudaBackend("cuda", 90)
@@ -95,7 +96,10 @@ def test_cuda_tiles_of_unaligned_rows_are_small(n_rows: int, n_cols: int,
         assert p.block_m == most if n_rows == 65536 else 1 < p.block_m <= most
         elems = p.block_m * p.block_n
         warps = sibling.options(p, itemsize)["num_warps"]
-        assert (warps == 2) == (itemsize == 2 and n_cols % 16 > 0 and elems <= 1024)
+        one_warp = itemsize == 2 and p.block_n <= 128 and p.block_m == most
+        assert (warps == 1) == one_warp
+        assert (warps == 2) == (not one_warp and itemsize == 2 and n_cols % 16 > 0
+                                and elems <= 1024)
         vec = sibling.window_vec(layout, p, itemsize)
         windowed = n_cols % 2 > 0 and (p.block_n <= 128 or itemsize == 4 and p.block_n != 512)
         assert vec == (16 // itemsize if windowed else 1)
@@ -243,8 +247,8 @@ def test_cuda_float32_tiles_of_padded_odd_rows_go_4_to_a_one_warp_tile(n_cols: i
                                                                       padded: bool) -> None:
     """Float32 rows of odd length up to 96 elements in blocks of 128 lanes, or up to 170 in
     blocks of 256, go in tiles of 4 rows on one warp in the forward; longer rows, even ones
-    (8-byte runs), rows whose elements are apart, 2-byte rows and the backward keep tiles of
-    1024 elements (4 warps; 2 for 2-byte tiles), and fewer rows smaller tiles on 4 warps."""
+    (8-byte runs), rows whose elements are apart and the backward keep tiles of 1024 elements
+    on 4 warps, and fewer rows smaller tiles on 4 warps. (2-byte rows: the next test.)"""
     be = CudaBackend("cuda", 90)
     layout = _contiguous(1 << 18, n_cols)
     p, rows = _cuda_forward(layout, 4)
@@ -254,13 +258,39 @@ def test_cuda_float32_tiles_of_padded_odd_rows_go_4_to_a_one_warp_tile(n_cols: i
     backward = launcher.plan(layout, 4, 132, be, streams=2)
     assert backward.block_m * backward.block_n == 1024
     assert be.for_layout(layout, 4, 2).options(backward, 4)["num_warps"] == 4
-    p2, rows2 = _cuda_forward(layout, 2)
-    assert p2.block_m * p2.block_n == 1024 and rows2.options(p2, 2)["num_warps"] == 2
     apart = RowLayout(1 << 18, n_cols, 1, (2 * n_cols, 0, 2), (n_cols, 0, 1))
     p, rows = _cuda_forward(apart, 4)
     assert rows.options(p, 4)["num_warps"] == 4
     p, rows = _cuda_forward(_contiguous(4000, n_cols), 4)
     assert p.block_m < 4 and rows.options(p, 4)["num_warps"] == 4
+
+
+@pytest.mark.parametrize("n_cols,tile_rows", [(33, 8), (47, 8), (63, 8), (65, 4), (66, 4),
+                                              (100, 4), (127, 4), (31, 0), (64, 0), (120, 0),
+                                              (129, 0), (200, 0)])
+def test_cuda_2_byte_tiles_of_short_unaligned_rows_go_on_one_warp(n_cols: int,
+                                                                   tile_rows: int) -> None:
+    """2-byte rows that are not 16-byte aligned, elements next to each other, go in the
+    forward 8 to a one-warp tile where they take 64 lanes (33-64 elements), 4 where they take
+    128; 16-byte aligned rows (64, 120), rows in other blocks (31, 129, 200), rows whose
+    elements are apart, the backward and fewer rows keep tiles on 2 warps or more."""
+    be = CudaBackend("cuda", 90)
+    layout = _contiguous(1 << 18, n_cols)
+    p, rows = _cuda_forward(layout, 2)
+    warps = rows.options(p, 2)["num_warps"]
+    if tile_rows:
+        assert (p.variant, p.block_m, p.block_n, p.tail_n, warps) == (
+            "tile", tile_rows, triton.next_power_of_2(n_cols), 0, 1)
+    else:
+        assert warps > 1
+    backward = launcher.plan(layout, 2, 132, be, streams=2)
+    assert be.for_layout(layout, 2, 2).options(backward, 2)["num_warps"] > 1
+    apart = RowLayout(1 << 18, n_cols, 1, (2 * n_cols, 0, 2), (n_cols, 0, 1))
+    p, rows = _cuda_forward(apart, 2)
+    assert rows.options(p, 2)["num_warps"] > 1
+    p, rows = _cuda_forward(_contiguous(2000, n_cols), 2)
+    assert rows.options(p, 2)["num_warps"] > 1
+    assert p.block_m < tile_rows or not tile_rows
 
 
 @pytest.mark.parametrize("n_cols,tail", [(336, 128), (576, 64), (600, 128), (528, 16),

@@ -155,19 +155,23 @@ def test_long_2_byte_rows_as_planned(kernel_device: str, n_cols: int, dtype: tor
     assert_softmax_close(y, reference(x, -1))
 
 
-@pytest.mark.parametrize("n_cols", [65, 95, 97, 127, 129, 169, 171, 255])
+@pytest.mark.parametrize("dtype,n_cols", [
+    *((torch.float32, n) for n in (65, 95, 97, 127, 129, 169, 171, 255)),
+    *((torch.bfloat16, n) for n in (33, 63, 66, 100, 127, 129)), (torch.float16, 65)])
 @pytest.mark.parametrize("log", [False, True])
-def test_short_odd_float32_rows_as_planned(kernel_device: str, n_cols: int, log: bool) -> None:
-    """Float32 rows of odd length just past a power of two and below the next, enough of them
-    for full tiles, by the target's own plan (on CUDA: tiles of 4 rows on one warp for rows of
-    65-95 and 129-169 elements, tiles of 1024 elements on 4 warps for the others), into an
-    output poisoned with NaN."""
+def test_short_unaligned_rows_as_planned(kernel_device: str, dtype: torch.dtype, n_cols: int,
+                                         log: bool) -> None:
+    """Rows that are not 16-byte aligned, just past a power of two and below the next, enough
+    of them for full tiles, by the target's own plan (on CUDA, in the forward: float32 rows of
+    odd length in tiles of 4 rows on one warp for 65-95 and 129-169 elements, of 1024
+    elements on 4 warps for the others; 2-byte rows 8 to a one-warp tile for 33-64 elements,
+    4 for 65-128, 2 warps for tiles of longer ones), into an output poisoned with NaN."""
     cores = launcher.core_count(torch.device(kernel_device).index or 0)
-    x = torch.randn(64 * cores + 5, n_cols, device=kernel_device).mul(3)
+    x = torch.randn(64 * cores + 5, n_cols, device=kernel_device).mul(3).to(dtype)
     y = torch.full_like(x, float("nan"))
     if log:
         npu_softmax.log_softmax(x, -1, out=y)
-        assert_close(y, reference(x, -1, log=True), torch.float32)
+        assert_close(y, reference(x, -1, log=True), dtype)
     else:
         npu_softmax.softmax(x, -1, out=y)
         assert_softmax_close(y, reference(x, -1))

@@ -119,7 +119,7 @@ SINGLE_COLUMN_TILE_ROWS = 1024
 SINGLE_COLUMN_TILE_WARPS = 8
 #: The forward's float32 rows of odd length (runs of one element, ``RowLayout.row_align`` 1)
 #: that leave at least a quarter of a block of 128 lanes empty, or a third of 256 (the longest
-#: such row by block; ``CudaBackend.padded_odd_rows``), go in tiles of ``PADDED_ODD_TILE_ROWS``
+#: such row by block; ``CudaBackend.one_warp_tile_rows``), go in tiles of ``PADDED_ODD_TILE_ROWS``
 #: rows on one warp: tiles of 8 rows of 128 lanes on 4 warps before, of 4 of 256 on 4. Through the
 #: API on the H100 (2026-11-27, forty-second session, docs/tuning.md), best of 2, before -> after in
 #: one run each, tensors of 128 MB: fp32 246154x65 1803 -> 2483 GB/s, 231884x69 1912 -> 2510,
@@ -136,6 +136,20 @@ SINGLE_COLUMN_TILE_WARPS = 8
 #: 2255).
 PADDED_ODD_ROW_MOST_COLS = {128: 96, 256: 170}
 PADDED_ODD_TILE_ROWS = 4
+#: The forward's 2-byte rows that are not 16-byte aligned, elements next to each other, in
+#: blocks of 64 or 128 lanes (33-128 elements, ``CudaBackend.one_warp_tile_rows``), go this many
+#: to a tile on one warp, 512 elements (16 a thread): tiles of 1024 elements on 2 warps before.
+#: Through the API on the H100 (2026-11-27, forty-third session, docs/tuning.md), best of 2,
+#: forms forced in one run each (before -> after): of 128 MB, bf16 969697x33 1102 -> 1478 GB/s,
+#: 507937x63 1495 -> 2000 (torch.softmax 1745), 492308x65 1472 -> 1547, 484848x66 1454 -> 1756,
+#: 251969x127 2030 -> 2197 (torch.softmax 2066), fp16 251969x127 2020 -> 2217; of 24 MB, bf16
+#: 181818x33 862 -> 1111, 95238x63 1048 -> 1409 (torch.softmax 1310), 47244x127 1270 -> 1516
+#: (1385), 85714x70 1059 -> 1331; of 8 MB, bf16 31746x63 636 -> 784 (torch.softmax 857),
+#: 15748x127 813 -> 921, 30303x66 643 -> 788. A few lost, by up to 4% but for 19048x105 at 8 MB
+#: (970 -> 855; 24 MB 1549 -> 1490). Rows of 129-255 (256 lanes) were mixed on one warp and
+#: fewer rows (8 MB bf16 15504x129 799 -> 781, 128 MB 248062x129 1766 -> 1808, 198758x161
+#: 2088 -> 1969) and keep their tiles.
+HALF_ONE_WARP_TILE_ROWS = {64: 8, 128: 4}
 #: Longest 2-byte row the online kernel reads in chunks of 16384 rather than 32768 elements.
 MAX_HALF_CHUNK_COLS = 5 * 16384
 #: Longest 2-byte row the forward's online kernel reads in chunks of ``SHORT_HALF_CHUNK``
@@ -273,9 +287,38 @@ SPLIT_WHOLE_LANES = {4: 8, 2: 32}
 #: up to 1024 were mixed (dim 0 of 1024x16384 1.09x, dim 1 of 4x1024x1024 0.97x), and 32 such
 #: groups lost (dim 0 of 2048x512 781 -> 680).
 FLOAT_WIDE_WHOLE_LANES = 16
+#: The float32 forward's interleaved rows whose runs are not aligned vectors, too long for any
+#: group to hold whole, in groups of this many rows (runs of 256 bytes; in chunks of
+#: ``COLUMN_CHUNK_ELEMS``, tiles of 64x128) where 32-row groups would be split, split for
+#: ``LOOPED_FLOAT_SPLIT_ITEMS`` work items an SM rather than ``split_items_per_core``: mostly
+#: as many ranges a group as the 32-row groups had, half as many work items
+#: (``CudaBackend.column_loop_groups``). Through the API on the H100 (2026-11-27, forty-third
+#: session, docs/tuning.md), best of 2, two runs, against 32-row groups in 32x256 tiles: dim 0
+#: of 27586x507 1137 -> 1216 and 1129 -> 1216 GB/s, 4096x4095 1272 -> 1441 and 1283 -> 1444,
+#: 5003x1999 1286 -> 1338 and 1278 -> 1337, 2049x3001 1257 -> 1374, 30001x401 1102 -> 1178, dim
+#: 1 of 16x2047x255 1395 -> 1464 and 1389 -> 1451, 4x4001x1023 1373 -> 1441, 2x1500x4097 1417 ->
+#: 1523, 64x3001x63 1462 -> 1577. 64-row groups with 4 work items an SM (twice the ranges) lost
+#: on half of them (16x2047x255 1389 -> 1261), and aligned runs lost either way (dim 1 of
+#: 4x8192x1024 1762 -> 1627, dim 0 of 16384x1024 1675 -> 1581). 2-byte groups of 64 rows were
+#: mixed: faster on tensors of 67-126 MB (bf16 dim 0 of 3626x8695 911 -> 1038, 4096x4096 1465 ->
+#: 1520), slower on those of 25-65 MB (bf16 dim 0 of 2049x3001 859 -> 815, 5003x1999 955 -> 910).
+LOOPED_FLOAT_LANES = 64
+LOOPED_FLOAT_SPLIT_ITEMS = 2
 #: Registers a thread of an online program of 2-byte rows with a last chunk may use
 #: (``CudaBackend.options``): two 16-warp programs fit an SM's 65536, four of 8 warps.
 TWO_PROGRAM_REGS = 64
+
+
+def _one_warp_tile_rows(layout: RowLayout, itemsize: int) -> int:
+    # Rows of a one-warp tile for the forward's rows that are not 16-byte aligned, elements
+    # next to each other (``PADDED_ODD_ROW_MOST_COLS``, ``HALF_ONE_WARP_TILE_ROWS``); 0: none.
+    block = triton.next_power_of_2(layout.n_cols)
+    if itemsize == 2:
+        return HALF_ONE_WARP_TILE_ROWS.get(block, 0)
+    if (itemsize == 4 and layout.row_align(itemsize) == 1
+            and layout.n_cols <= PADDED_ODD_ROW_MOST_COLS.get(block, 0)):
+        return PADDED_ODD_TILE_ROWS
+    return 0
 
 
 class CudaBackend(Backend):
@@ -326,7 +369,7 @@ class CudaBackend(Backend):
                  unaligned_rows: bool = False, streams: int = 1,
                  hinted_rows: bool = False, transposed_output: bool = False,
                  aligned_columns: bool = False, strided_rows: bool = False,
-                 padded_odd_rows: bool = False, warp_size: int = TUNED_WARP_SIZE) -> None:
+                 one_warp_tile_rows: int = 0, warp_size: int = TUNED_WARP_SIZE) -> None:
         self.name = name
         self.arch = arch
         #: Threads of the target's warps (``GPUTarget.warp_size``).
@@ -349,9 +392,11 @@ class CudaBackend(Backend):
         #: Rows whose elements are apart in either tensor (a column stride other than 1), which
         #: no kernel reads as vectors (``for_layout``).
         self.strided_rows = strided_rows
-        #: The forward's float32 rows of odd length, elements next to each other, that leave
-        #: much of their power-of-two block empty (``for_layout``, ``PADDED_ODD_ROW_MOST_COLS``).
-        self.padded_odd_rows = padded_odd_rows
+        #: Rows of the forward's tiles on one warp, 0 for none (``for_layout``): float32 rows of
+        #: odd length that leave much of their power-of-two block empty
+        #: (``PADDED_ODD_ROW_MOST_COLS``) and 2-byte rows that are not 16-byte aligned in short
+        #: blocks (``HALF_ONE_WARP_TILE_ROWS``), elements next to each other.
+        self.one_warp_tile_rows = one_warp_tile_rows
 
     def for_layout(self, layout: RowLayout, itemsize: int, streams: int = 1) -> CudaBackend:
         unaligned = not layout.vector_rows(itemsize)
@@ -360,15 +405,14 @@ class CudaBackend(Backend):
         transposed = cols.y_strides[1] != 1
         aligned = all(s % 16 == 0 for s in (*cols.x_strides[::2], *cols.y_strides[::2]))
         strided = layout.strided_rows()
-        padded = (streams == 1 and itemsize == 4 and layout.row_align(itemsize) == 1
-                  and not strided and layout.n_cols
-                  <= PADDED_ODD_ROW_MOST_COLS.get(triton.next_power_of_2(layout.n_cols), 0))
-        if (unaligned, streams, hinted, transposed, aligned, strided, padded) == (
+        one_warp = (_one_warp_tile_rows(layout, itemsize)
+                    if streams == 1 and unaligned and not strided else 0)
+        if (unaligned, streams, hinted, transposed, aligned, strided, one_warp) == (
                 self.unaligned_rows, self.streams, self.hinted_rows, self.transposed_output,
-                self.aligned_columns, self.strided_rows, self.padded_odd_rows):
+                self.aligned_columns, self.strided_rows, self.one_warp_tile_rows):
             return self
         return CudaBackend(self.name, self.arch, unaligned, streams, hinted, transposed, aligned,
-                           strided, padded, self.warp_size)
+                           strided, one_warp, self.warp_size)
 
     def row_blocks(self, block_n: int, itemsize: int) -> int:
         # Several programs share an SM, so short rows are cut into at least 4 row blocks per
@@ -519,6 +563,12 @@ class CudaBackend(Backend):
                 return True
         return super().column_holds_whole(itemsize, lanes, cols, split, groups, n_cores)
 
+    def column_loop_groups(self, itemsize: int, split: bool) -> tuple[int, int]:
+        if (split and itemsize == 4 and self.streams == 1 and not self.aligned_columns
+                and not self.transposed_output):
+            return LOOPED_FLOAT_LANES, LOOPED_FLOAT_SPLIT_ITEMS
+        return super().column_loop_groups(itemsize, split)
+
     def _transposed_float_forward(self, itemsize: int) -> bool:
         # The forward of float32 rows of a transposed input (``TRANSPOSED_FLOAT_MIN_LANES``).
         return self.transposed_output and self.streams == 1 and itemsize == 4
@@ -541,8 +591,8 @@ class CudaBackend(Backend):
             rows = min(rows, UNALIGNED_FLOAT_TILE_ELEMS // block_n)
         elif self.unaligned_rows and block_n < UNALIGNED_TILE_ELEMS:
             rows = min(rows, UNALIGNED_TILE_ELEMS // block_n)
-            if self.padded_odd_rows:
-                rows = min(rows, PADDED_ODD_TILE_ROWS)
+            if self.one_warp_tile_rows:
+                rows = min(rows, self.one_warp_tile_rows)
         elif self._hinted_float_tile(block_n, itemsize):
             rows = max(1, min(rows, HINTED_FLOAT_TILE_ELEMS // block_n))
         return rows
@@ -740,13 +790,13 @@ class CudaBackend(Backend):
             warps = 4
         if block_m > 1 and self._hinted_float_tile(block_n, itemsize):
             warps = max(1, elems // 256)  # 8 elements a thread (HINTED_FLOAT_TILE_ELEMS)
-        if plan.variant == "tile" and block_m == PADDED_ODD_TILE_ROWS and self.padded_odd_rows:
-            warps = 1
         # 2 warps for 2-byte tiles of unaligned rows: through the API on the H100 (2026-11-23,
         # fifth session), bf16 65536x333 1796 -> 1920 GB/s, 8192x200 661 -> 803 (float32 lost:
         # 65536x333 2549 -> 2342).
         if block_m > 1 and itemsize == 2 and self.unaligned_rows and elems <= UNALIGNED_TILE_ELEMS:
             warps = 2
+        if plan.variant == "tile" and block_m == self.one_warp_tile_rows:
+            warps = 1
         if block_n == 1 and block_m >= SINGLE_COLUMN_TILE_ROWS and self.streams == 1:
             warps = SINGLE_COLUMN_TILE_WARPS
         return warps
