@@ -145,8 +145,9 @@ PADDED_ODD_TILE_ROWS = 4
 #: 251969x127 2030 -> 2197 (torch.softmax 2066), fp16 251969x127 2020 -> 2217; of 24 MB, bf16
 #: 181818x33 862 -> 1111, 95238x63 1048 -> 1409 (torch.softmax 1310), 47244x127 1270 -> 1516
 #: (1385), 85714x70 1059 -> 1331; of 8 MB, bf16 31746x63 636 -> 784 (torch.softmax 857),
-#: 15748x127 813 -> 921, 30303x66 643 -> 788. A few lost, by up to 4% but for 19048x105 at 8 MB
-#: (970 -> 855; 24 MB 1549 -> 1490). Rows of 129-255 (256 lanes) were mixed on one warp and
+#: 15748x127 813 -> 921, 30303x66 643 -> 788. A few lost, most by 4% or less; by more, bf16
+#: 19048x105 at 8 MB (970 -> 855 and 947 -> 892), 88235x68 at 24 MB (1539 -> 1447) and
+#: 640000x50 at 128 MB (2154 -> 1938). Rows of 129-255 (256 lanes) were mixed on one warp and
 #: fewer rows (8 MB bf16 15504x129 799 -> 781, 128 MB 248062x129 1766 -> 1808, 198758x161
 #: 2088 -> 1969) and keep their tiles.
 HALF_ONE_WARP_TILE_ROWS = {64: 8, 128: 4}
