@@ -191,7 +191,8 @@ def column_plan(n_rows: int, n_cols: int, n_inner: int, max_offset: int, itemsiz
     of the widest group, down to ``column_min_lanes`` rows, that the target says holds them
     (``column_holds_whole``: both may depend on whether the wide groups would be split, the
     second on how many groups the narrower width gives; rows no group holds whole are looped
-    in groups of ``column_loop_groups`` rows where there are that many), and where the
+    in groups of ``column_loop_groups`` rows where there are that many and each split range
+    then holds the chunks it asks for), and where the
     groups are too few to give every core ``split_items_per_core`` work items (or the looped
     groups' own count), each group's
     rows are split between programs as the split variant splits a row, into no more ranges
@@ -220,22 +221,31 @@ def column_plan(n_rows: int, n_cols: int, n_inner: int, max_offset: int, itemsiz
                 narrow //= 2
             else:
                 # None does: the rows are looped in chunks, in groups as wide as the target
-                # loops them where there are that many neighbours.
-                wide, wide_items = be.column_loop_groups(itemsize, split)
-                if min(inner, wide) > lanes:
-                    lanes, items = min(inner, wide), wide_items
-                    tile = be.column_chunk_elems(itemsize, lanes)
+                # loops them where there are that many neighbours and each split range then
+                # holds as many chunks as the target asks.
+                wide, wide_items, range_chunks = be.column_loop_groups(itemsize, split)
+                wide = min(inner, wide)
+                chunk = be.column_chunk_elems(itemsize, wide)
+                splits = _column_splits(n_rows, n_cols, n_inner, wide, chunk // wide, chunk,
+                                        wide_items, n_cores)
+                if wide > lanes and triton.cdiv(n_cols, splits) >= range_chunks * chunk // wide:
+                    lanes, items, tile = wide, wide_items, chunk
     block_m = min(inner, max(lanes, tile // full))
     block_n = min(full, max(1, tile // block_m))
-    n_splits = 1
-    if block_n < n_cols:
-        groups = column_groups(n_rows, n_inner, block_m)
-        wanted = min(triton.cdiv(items * n_cores, groups), MAX_SPLITS,
-                     triton.cdiv(n_cols, block_n), max(1, tile // block_m))
-        n_splits = triton.next_power_of_2(wanted) if wanted > 1 else 1
+    n_splits = (_column_splits(n_rows, n_cols, n_inner, block_m, block_n, tile, items, n_cores)
+                if block_n < n_cols else 1)
     # The split form's scratch holds 2 partial results per row (and padding row) and split.
     reach = max(max_offset, 2 * (n_rows + n_rows // n_inner * block_m) * n_splits)
     return Plan("cols", block_m, block_n, 0, n_splits, index_64=reach >= 2**31)
+
+
+def _column_splits(n_rows: int, n_cols: int, n_inner: int, block_m: int, block_n: int,
+                   tile: int, items: int, n_cores: int) -> int:
+    # Ranges of each group's rows for ``items`` work items a core: a power of two, no more
+    # than ``MAX_SPLITS``, the chunks of a row, or the groups a tile holds.
+    wanted = min(triton.cdiv(items * n_cores, column_groups(n_rows, n_inner, block_m)),
+                 MAX_SPLITS, triton.cdiv(n_cols, block_n), max(1, tile // block_m))
+    return triton.next_power_of_2(wanted) if wanted > 1 else 1
 
 
 def column_groups(n_rows: int, n_inner: int, block_m: int) -> int:

@@ -190,7 +190,7 @@ def test_groups_narrow_to_hold_rows_whole_on_cuda(itemsize: int) -> None:
     32-row groups would be split, in float32 narrowed to 8 rows, in the 2-byte backward to 16
     (chunks of 16384), in the forward in chunks of 32768 where the runs are aligned (float32
     8 rows, 2-byte 32 or 16), in the float32 forward to 16 rows in chunks of 16384 where they
-    are not; otherwise 32 rows (64 for the float32 forward's split groups of unaligned runs)."""
+    are not; otherwise 32 rows (64 for the forward's looped split groups: the test below)."""
     be = CudaBackend("cuda", 90)
     transposed = row_layout((8192, 1000), 1, (1, 8192), (1000, 1))  # randn(1000, 8192).t()
     long = row_layout((4096, 4096), 1, (1, 4096), (4096, 1))
@@ -208,12 +208,12 @@ def test_groups_narrow_to_hold_rows_whole_on_cuda(itemsize: int) -> None:
     backward = ("cols", 8, 1024, 1) if itemsize == 4 else ("cols", 16, 1024, 1)
     assert _shape(launcher.plan(unaligned, itemsize, 132, be)) == forward
     assert _shape(launcher.plan(unaligned, itemsize, 132, be, streams=2)) == backward
-    # Unaligned rows of 2048 do not fit 16 rows in 16384 (nor 8 in a chunk): looped, in
-    # float32 in 64-row groups (``test_cuda_looped_float32_rows_of_unaligned_runs_in_64_row
-    # _groups``); 1024 groups of 32 rows are not split and keep them.
+    # Unaligned rows of 2048 do not fit 16 rows in 16384 (nor 8 in a chunk): looped in 64-row
+    # groups (``test_cuda_looped_rows_in_64_row_groups``); 1024 groups of 32 rows are not
+    # split and keep them.
     longer = _contiguous_layout((64, 2048, 100), 1)
     assert _shape(launcher.plan(longer, itemsize, 132, be)) == (
-        ("cols", 64, 128, 4) if itemsize == 4 else ("cols", 32, 256, 4))
+        ("cols", 64, 128, 4) if itemsize == 4 else ("cols", 64, 128, 8))
     many = _contiguous_layout((512, 1000, 49), 1)
     assert _shape(launcher.plan(many, itemsize, 132, be)) == ("cols", 32, 256, 1)
     for streams in (1, 2):
@@ -280,41 +280,49 @@ def test_cuda_float32_rows_of_up_to_2048_whole_in_16_row_groups(
     assert launcher.plan(layout, 4, 132, be, streams=2).block_m != 16
 
 
-@pytest.mark.parametrize("shape,dim,plan", [
-    ((27586, 507), 0, (64, 128, 64)),  # runs not aligned, rows looped, 32-row groups split
-    ((2, 1500, 4097), 1, (64, 128, 4)),
-    ((2500, 40), 0, (64, 128, 32)),  # one group of 40 neighbours
-    ((4096, 4096), 0, (8, 4096, 1)),  # aligned runs: whole in 8-row groups
-    ((4, 8192, 1024), 1, (32, 256, 8)),  # aligned runs, looped
-    ((1024, 3001, 49), 1, (32, 256, 1)),  # 32-row groups not split
-    ((32, 4096, 25), 1, (32, 256, 16)),  # no more than 32 neighbours
+@pytest.mark.parametrize("shape,dim,float_plan,half_plan", [
+    ((27586, 507), 0, (64, 128, 64), (32, 256, 64)),  # runs not aligned; 2-byte ranges of 216
+    ((2, 1500, 4097), 1, (64, 128, 4), (32, 256, 4)),  # 2-byte ranges of 188 rows
+    ((2500, 40), 0, (64, 128, 32), (32, 256, 16)),  # one group of 40 neighbours
+    ((4096, 4096), 0, (8, 4096, 1), (64, 128, 16)),  # aligned runs; float32 whole
+    ((4, 8192, 1024), 1, (32, 256, 8), (64, 128, 16)),  # aligned runs, looped
+    ((1024, 3001, 49), 1, (32, 256, 1), (32, 256, 1)),  # 32-row groups not split
+    ((32, 4096, 25), 1, (32, 256, 16), (32, 256, 16)),  # no more than 32 neighbours
 ])
-def test_cuda_looped_float32_rows_of_unaligned_runs_in_64_row_groups(
-        shape: tuple[int, ...], dim: int, plan: tuple[int, int, int]) -> None:
-    """On CUDA the float32 forward loops interleaved rows that no group holds whole, whose
-    runs are not aligned vectors, in 64-row groups (tiles of 64x128) split for 2 work items an
-    SM, where 32-row groups would be split; aligned runs, unsplit groups, 32 neighbours or
-    fewer, 2-byte rows and the backward keep 32-row groups or fewer."""
+def test_cuda_looped_rows_in_64_row_groups(shape: tuple[int, ...], dim: int,
+                                           float_plan: tuple[int, int, int],
+                                           half_plan: tuple[int, int, int]) -> None:
+    """On CUDA the forward loops interleaved rows that no group holds whole in 64-row groups
+    (tiles of 64x128) where 32-row groups would be split and there are more than 32
+    neighbours: float32 rows whose runs are not aligned vectors, split for 2 work items an SM;
+    2-byte rows where each range of a split for 4 work items an SM holds at least 256 rows.
+    The backward keeps 32-row groups or fewer."""
     be = CudaBackend("cuda", 90)
     layout = _contiguous_layout(shape, dim)
-    assert _shape(launcher.plan(layout, 4, 132, be)) == ("cols", *plan)
-    assert launcher.plan(layout, 2, 132, be).block_m <= 32
-    assert launcher.plan(layout, 4, 132, be, streams=2).block_m <= 32
+    assert _shape(launcher.plan(layout, 4, 132, be)) == ("cols", *float_plan)
+    assert _shape(launcher.plan(layout, 2, 132, be)) == ("cols", *half_plan)
+    for itemsize in (2, 4):
+        assert launcher.plan(layout, itemsize, 132, be, streams=2).block_m <= 32
 
 
-@pytest.mark.parametrize("log", [False, True])
-def test_looped_float32_rows_of_unaligned_runs(kernel_device: str, log: bool) -> None:
-    """Dim 0 of a float32 2500x40 matrix (rows of 2500, runs of 40 elements) by the device's
-    own plan (on CUDA: one 64-row group, looped in 64x128 tiles, split 32 ways), into a
-    NaN-poisoned output."""
-    x = _input((2500, 40), False, torch.float32, kernel_device)
-    y = torch.full(x.shape, float("nan"), device=kernel_device)
-    if log:
-        npu_softmax.log_softmax(x, 0, out=y)
-        assert_close(y, reference(x, 0, log=True), torch.float32)
-    else:
-        npu_softmax.softmax(x, 0, out=y)
-        assert_softmax_close(y, reference(x, 0))
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_looped_rows_in_64_row_groups(kernel_device: str, four_cores: None,
+                                      dtype: torch.dtype) -> None:
+    """Dim 0 of a 4096x60 matrix (rows of 4096, runs of 60 elements, not aligned vectors)
+    planned for 4 cores (on CUDA: one 64-row group in 64x128 tiles, split 8 ways in float32
+    and 16 ways in 2-byte, as the H100 plans larger tensors), softmax and log_softmax into
+    NaN-poisoned outputs and the gradient on every kernel device."""
+    x = _input((4096, 60), False, dtype, kernel_device)
+    for fn, log in ((npu_softmax.softmax, False), (npu_softmax.log_softmax, True)):
+        y = torch.full(x.shape, float("nan"), dtype=dtype, device=kernel_device)
+        fn(x, 0, out=y)
+        assert_close(y, reference(x, 0, log=log), dtype)
+    _check_gradient(x, 0)
+    be = launcher.backend()
+    if isinstance(be, CudaBackend) and be.name == "cuda":
+        p = launcher.plan(row_layout(x.shape, 0, x.stride(), x.stride()), x.element_size(), 4,
+                          be)
+        assert _shape(p) == ("cols", 64, 128, 8 if dtype == torch.float32 else 16), p
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])

@@ -239,12 +239,13 @@ class Backend:
         ``column_chunk_elems`` here."""
         return lanes * cols <= self.column_chunk_elems(itemsize, lanes)
 
-    def column_loop_groups(self, itemsize: int, split: bool) -> tuple[int, int]:
-        """Rows of a ``cols`` group whose rows no chunk holds whole (looped, read twice), and
-        the work items per core its split aims for (``split``: whether groups of
-        ``column_lanes`` rows would be split between programs): ``column_lanes`` and
-        ``split_items_per_core`` here."""
-        return self.column_lanes(itemsize), self.split_items_per_core
+    def column_loop_groups(self, itemsize: int, split: bool) -> tuple[int, int, int]:
+        """Rows of a ``cols`` group whose rows no chunk holds whole (looped, read twice), the
+        work items per core its split aims for, and the fewest chunks each split range must
+        then hold, or the groups stay ``column_lanes`` rows wide (``split``: whether groups of
+        ``column_lanes`` rows would be split between programs): ``column_lanes``,
+        ``split_items_per_core`` and none here."""
+        return self.column_lanes(itemsize), self.split_items_per_core, 0
 
     def tail_block(self, n_cols: int, itemsize: int) -> int:
         """Columns of the tail block for a row of ``n_cols`` elements that fits the tile, 0 for

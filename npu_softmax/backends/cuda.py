@@ -301,10 +301,19 @@ FLOAT_WIDE_WHOLE_LANES = 16
 #: 1523, 64x3001x63 1462 -> 1577. 64-row groups with 4 work items an SM (twice the ranges) lost
 #: on half of them (16x2047x255 1389 -> 1261), and aligned runs lost either way (dim 1 of
 #: 4x8192x1024 1762 -> 1627, dim 0 of 16384x1024 1675 -> 1581). 2-byte groups of 64 rows were
-#: mixed: faster on tensors of 67-126 MB (bf16 dim 0 of 3626x8695 911 -> 1038, 4096x4096 1465 ->
-#: 1520), slower on those of 25-65 MB (bf16 dim 0 of 2049x3001 859 -> 815, 5003x1999 955 -> 910).
-LOOPED_FLOAT_LANES = 64
+#: mixed: see ``LOOPED_HALF_RANGE_CHUNKS``.
+LOOPED_LANES = 64
 LOOPED_FLOAT_SPLIT_ITEMS = 2
+#: 2-byte rows of the forward so looped, aligned runs or not, take such groups, split for
+#: ``split_items_per_core`` work items an SM, where each split range then holds at least this
+#: many chunks (128 rows each). Through the API on the H100 (2026-11-27, forty-third session,
+#: docs/tuning.md), best of 2, 64-row groups against 32: where ranges held 256 rows or more,
+#: faster on all seven (bf16 dim 0 of 3626x8695 911 -> 1038 GB/s, 4096x4095 1056 -> 1127,
+#: 4096x4096 1465 -> 1520, 16384x1024 1416 -> 1521, dim 1 of 3x3201x3169 934 -> 1008,
+#: 4x8192x1024 1491 -> 1614, fp16 2x26338x557 868 -> 977); where they held 62-250 rows, level
+#: or slower on all ten (bf16 dim 0 of 2049x3001 859 -> 815, 5003x1999 955 -> 910, 4000x2000
+#: 1303 -> 1211, dim 1 of 8x1000x999 1092 -> 1042, 4x4001x1023 1170 -> 1181).
+LOOPED_HALF_RANGE_CHUNKS = 2
 #: Registers a thread of an online program of 2-byte rows with a last chunk may use
 #: (``CudaBackend.options``): two 16-warp programs fit an SM's 65536, four of 8 warps.
 TWO_PROGRAM_REGS = 64
@@ -564,10 +573,12 @@ class CudaBackend(Backend):
                 return True
         return super().column_holds_whole(itemsize, lanes, cols, split, groups, n_cores)
 
-    def column_loop_groups(self, itemsize: int, split: bool) -> tuple[int, int]:
-        if (split and itemsize == 4 and self.streams == 1 and not self.aligned_columns
-                and not self.transposed_output):
-            return LOOPED_FLOAT_LANES, LOOPED_FLOAT_SPLIT_ITEMS
+    def column_loop_groups(self, itemsize: int, split: bool) -> tuple[int, int, int]:
+        if split and self.streams == 1 and not self.transposed_output:
+            if itemsize == 4 and not self.aligned_columns:
+                return LOOPED_LANES, LOOPED_FLOAT_SPLIT_ITEMS, 0
+            if itemsize == 2:
+                return LOOPED_LANES, self.split_items_per_core, LOOPED_HALF_RANGE_CHUNKS
         return super().column_loop_groups(itemsize, split)
 
     def _transposed_float_forward(self, itemsize: int) -> bool:
