@@ -225,11 +225,13 @@ def column_plan(n_rows: int, n_cols: int, n_inner: int, max_offset: int, itemsiz
                 # holds as many chunks as the target asks.
                 wide, wide_items, range_chunks = be.column_loop_groups(itemsize, split)
                 wide = min(inner, wide)
-                chunk = be.column_chunk_elems(itemsize, wide)
-                splits = _column_splits(n_rows, n_cols, n_inner, wide, chunk // wide, chunk,
-                                        wide_items, n_cores)
-                if wide > lanes and triton.cdiv(n_cols, splits) >= range_chunks * chunk // wide:
-                    lanes, items, tile = wide, wide_items, chunk
+                if wide > lanes:
+                    chunk = be.column_chunk_elems(itemsize, wide)
+                    block = chunk // wide  # rows a chunk of such a group holds
+                    splits = _column_splits(n_rows, n_cols, n_inner, wide, block, chunk,
+                                            wide_items, n_cores)
+                    if triton.cdiv(n_cols, splits) >= range_chunks * block:
+                        lanes, items, tile = wide, wide_items, chunk
     block_m = min(inner, max(lanes, tile // full))
     block_n = min(full, max(1, tile // block_m))
     n_splits = (_column_splits(n_rows, n_cols, n_inner, block_m, block_n, tile, items, n_cores)
