@@ -305,14 +305,26 @@ def test_cuda_looped_rows_in_64_row_groups(shape: tuple[int, ...], dim: int,
         assert launcher.plan(layout, itemsize, 132, be, streams=2).block_m <= 32
 
 
+#: (shape, CUDA's float32 and bfloat16 plans of dim 0 for 4 cores): matrices small enough for
+#: every device, planned for 4 cores as the H100 plans larger tensors for 132 SMs.
+FOUR_CORE_CASES = [
+    # 16-row groups holding rows of up to 2048 whole in one tile (2048x2048 on 132 SMs).
+    ((1100, 64), (16, 2048, 1), (16, 2048, 1)),
+    # Rows of 4096, runs of 60 elements (not aligned vectors): one 64-row group looped in
+    # 64x128 tiles, split 8 ways in float32 and 16 in 2-byte.
+    ((4096, 60), (64, 128, 8), (64, 128, 16)),
+]
+
+
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
-def test_looped_rows_in_64_row_groups(kernel_device: str, four_cores: None,
-                                      dtype: torch.dtype) -> None:
-    """Dim 0 of a 4096x60 matrix (rows of 4096, runs of 60 elements, not aligned vectors)
-    planned for 4 cores (on CUDA: one 64-row group in 64x128 tiles, split 8 ways in float32
-    and 16 ways in 2-byte, as the H100 plans larger tensors), softmax and log_softmax into
-    NaN-poisoned outputs and the gradient on every kernel device."""
-    x = _input((4096, 60), False, dtype, kernel_device)
+@pytest.mark.parametrize("case", FOUR_CORE_CASES, ids=lambda c: "x".join(map(str, c[0])))
+def test_groups_of_the_h100_plans_on_four_cores(kernel_device: str, four_cores: None,
+                                                dtype: torch.dtype, case: tuple) -> None:
+    """Dim 0 of matrices planned for 4 cores (on CUDA as the H100 plans larger tensors:
+    ``FOUR_CORE_CASES``), softmax and log_softmax into NaN-poisoned outputs and the gradient
+    on every kernel device."""
+    shape, *cuda_plans = case
+    x = _input(shape, False, dtype, kernel_device)
     for fn, log in ((npu_softmax.softmax, False), (npu_softmax.log_softmax, True)):
         y = torch.full(x.shape, float("nan"), dtype=dtype, device=kernel_device)
         fn(x, 0, out=y)
@@ -322,26 +334,7 @@ def test_looped_rows_in_64_row_groups(kernel_device: str, four_cores: None,
     if isinstance(be, CudaBackend) and be.name == "cuda":
         p = launcher.plan(row_layout(x.shape, 0, x.stride(), x.stride()), x.element_size(), 4,
                           be)
-        assert _shape(p) == ("cols", 64, 128, 8 if dtype == torch.float32 else 16), p
-
-
-@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
-def test_rows_of_up_to_2048_in_16_row_groups(kernel_device: str, four_cores: None,
-                                             dtype: torch.dtype) -> None:
-    """Dim 0 of a 1100x64 matrix planned for 4 cores, as CUDA plans 2048x2048 for 132 SMs
-    (16-row groups, whole rows of up to 2048 in one tile), softmax, log_softmax into
-    NaN-poisoned outputs and the gradient on every kernel device."""
-    x = _input((1100, 64), False, dtype, kernel_device)
-    for fn, log in ((npu_softmax.softmax, False), (npu_softmax.log_softmax, True)):
-        y = torch.full(x.shape, float("nan"), dtype=dtype, device=kernel_device)
-        fn(x, 0, out=y)
-        assert_close(y, reference(x, 0, log=log), dtype)
-    _check_gradient(x, 0)
-    be = launcher.backend()
-    if isinstance(be, CudaBackend) and be.name == "cuda":
-        p = launcher.plan(row_layout(x.shape, 0, x.stride(), x.stride()), x.element_size(), 4,
-                          be)
-        assert _shape(p) == ("cols", 16, 2048, 1), p
+        assert _shape(p) == ("cols", *cuda_plans[dtype == torch.bfloat16]), p
 
 
 def _contiguous_layout(shape: tuple[int, ...], dim: int, transposed: bool = False) -> RowLayout:
