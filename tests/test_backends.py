@@ -82,7 +82,8 @@ def test_cuda_tiles_of_unaligned_rows_are_small(n_rows: int, n_cols: int,
     """Rows that are not 16-byte aligned (all but 400) go in tiles of at most 1024 elements on
     CUDA, float32 rows of 512- and 1024-lane blocks in tiles of at most 2048; 2-byte tiles of
     such rows take 2 warps, but full tiles of rows of up to 128 elements one (4 rows: the one-warp
-    tests below), other tiles more, and rows of odd length read through windows only
+    tests below) and 2-byte rows of 129-256 go four to a one-warp tile read from their aligned
+    bodies, other tiles more, and rows of odd length read through windows only
     up to 128 lanes a row (float32: all but 512-lane rows); rows of even length load runs of 2
     or 4 elements (``ALIGN``) instead. (2-byte rows of 257-1024 elements: the next test.)"""
     be = CudaBackend("cuda", 90)
@@ -96,13 +97,15 @@ def test_cuda_tiles_of_unaligned_rows_are_small(n_rows: int, n_cols: int,
         assert p.block_m == most if n_rows == 65536 else 1 < p.block_m <= most
         elems = p.block_m * p.block_n
         warps = sibling.options(p, itemsize)["num_warps"]
-        one_warp = itemsize == 2 and p.block_n <= 128 and p.block_m == most
+        body = itemsize == 2 and p.block_n == 256 and n_cols % 8 > 0
+        assert sibling.tile_bodies(p, itemsize) == body
+        one_warp = itemsize == 2 and p.block_n <= 128 and p.block_m == most or body
         assert (warps == 1) == one_warp
         assert (warps == 2) == (not one_warp and itemsize == 2 and n_cols % 16 > 0
                                 and elems <= 1024)
         vec = sibling.window_vec(layout, p, itemsize)
         windowed = n_cols % 2 > 0 and (p.block_n <= 128 or itemsize == 4 and p.block_n != 512)
-        assert vec == (16 // itemsize if windowed else 1)
+        assert vec == (16 // itemsize if windowed or body else 1)
     # Fewer rows than cores: one row per block, whatever the alignment.
     few = _contiguous(100, n_cols)
     assert launcher.plan(few, 4, 132, be).block_m == 1
@@ -145,16 +148,18 @@ def test_cuda_unaligned_2_byte_rows_of_513_to_1024_go_one_to_a_one_warp_program(
 
 
 @pytest.mark.parametrize("n_rows", [1, 3, 100, 65536])
-@pytest.mark.parametrize("n_cols", [257, 300, 333, 500, 511])
-def test_cuda_unaligned_2_byte_rows_of_257_to_512_go_two_to_a_one_warp_body_tile(
+@pytest.mark.parametrize("n_cols", [129, 150, 201, 220, 255, 257, 300, 333, 500, 511])
+def test_cuda_unaligned_2_byte_rows_of_129_to_512_go_to_one_warp_body_tiles(
         n_rows: int, n_cols: int) -> None:
-    """Such rows, runs of 2-4 elements included, go two to a one-warp tile in one block of 512
-    lanes, read and written from their aligned bodies (``VEC``, ``tile_bodies``), however few;
-    the backward, float32 rows and rows of whole vectors do not."""
+    """Such rows, runs of 2-8 bytes included, go to one-warp tiles of 1024 lanes (four rows of
+    256 lanes, two of 512), read and written from their aligned bodies (``VEC``,
+    ``tile_bodies``), however few; the backward, float32 rows, rows of whole vectors and rows
+    whose elements are apart do not."""
     be = CudaBackend("cuda", 90)
     layout = _contiguous(n_rows, n_cols)
+    block = triton.next_power_of_2(n_cols)
     p, rows = _cuda_forward(layout, 2)
-    assert (p.variant, p.block_m, p.block_n, p.tail_n) == ("tile", 2, 512, 0)
+    assert (p.variant, p.block_m, p.block_n, p.tail_n) == ("tile", 1024 // block, block, 0)
     assert rows.options(p, 2)["num_warps"] == 1
     assert rows.tile_bodies(p, 2) and rows.window_vec(layout, p, 2) == 8
     assert rows.row_align(layout, 2, 8) == 1
@@ -162,8 +167,11 @@ def test_cuda_unaligned_2_byte_rows_of_257_to_512_go_two_to_a_one_warp_body_tile
     assert not be.for_layout(layout, 2, streams=2).tile_bodies(backward, 2)
     wide = launcher.plan(layout, 4, 132, be)
     assert not be.for_layout(layout, 4).tile_bodies(wide, 4)
-    aligned = _contiguous(n_rows, 264)
+    aligned = _contiguous(n_rows, block // 2 + 8)
     assert not be.for_layout(aligned, 2).tile_bodies(launcher.plan(aligned, 2, 132, be), 2)
+    apart = RowLayout(n_rows, n_cols, 1, (2 * n_cols, 0, 2), (n_cols, 0, 1))
+    p, rows = _cuda_forward(apart, 2)
+    assert not rows.tile_bodies(p, 2) and rows.window_vec(apart, p, 2) == 1
 
 
 @pytest.mark.parametrize("n_cols", [300, 333, 500])
@@ -267,13 +275,14 @@ def test_cuda_float32_tiles_of_padded_odd_rows_go_4_to_a_one_warp_tile(n_cols: i
 
 @pytest.mark.parametrize("n_cols,tile_rows", [(33, 8), (47, 8), (63, 8), (65, 4), (66, 4),
                                               (100, 4), (127, 4), (31, 0), (64, 0), (120, 0),
-                                              (129, 0), (200, 0)])
+                                              (200, 0)])
 def test_cuda_2_byte_tiles_of_short_unaligned_rows_go_on_one_warp(n_cols: int,
                                                                    tile_rows: int) -> None:
     """2-byte rows that are not 16-byte aligned, elements next to each other, go in the
     forward 8 to a one-warp tile where they take 64 lanes (33-64 elements), 4 where they take
-    128; 16-byte aligned rows (64, 120), rows in other blocks (31, 129, 200), rows whose
-    elements are apart, the backward and fewer rows keep tiles on 2 warps or more."""
+    128; 16-byte aligned rows (64, 120, 200), rows in shorter blocks (31), rows whose elements
+    are apart, the backward and fewer rows keep tiles on 2 warps or more. (Rows of 129-512:
+    one-warp body tiles, above.)"""
     be = CudaBackend("cuda", 90)
     layout = _contiguous(1 << 18, n_cols)
     p, rows = _cuda_forward(layout, 2)
@@ -362,8 +371,9 @@ def test_cuda_grids_of_rows_with_a_tail(monkeypatch: pytest.MonkeyPatch) -> None
 
 
 def test_launches_compile_with_the_options_of_their_rows(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A launch compiles with the options of the backend for its rows' layout (2 warps for
-    unaligned 2-byte tiles on CUDA), and its ``kernels`` key holds them, so a layout with
+    """A launch compiles with the options of the backend for its rows' layout (one warp for
+    unaligned 2-byte rows of 202 on CUDA, read from their bodies, more for aligned ones of
+    208), and its ``kernels`` key holds them, so a layout with
     other options never shares its cached grid size. Planned for CUDA without a GPU: nothing
     is launched."""
     be = CudaBackend("cuda", 90)
@@ -376,22 +386,23 @@ def test_launches_compile_with_the_options_of_their_rows(monkeypatch: pytest.Mon
         (step,) = launch.steps
         expected = be.for_layout(layout, 2).options(launch.plan, 2)
         assert step.options == expected
-        assert (expected["num_warps"] == 2) == (n_cols == 202)
+        assert (expected["num_warps"] == 1) == (n_cols == 202)
         assert ("num_warps", expected["num_warps"]) in step.key
 
 
 @pytest.mark.parametrize("n_cols,itemsize,align", [
-    (200, 2, 8), (1000, 2, 8), (100, 2, 4), (202, 2, 2), (208, 2, 0), (200, 4, 4), (100, 4, 4),
-    (202, 4, 2), (4100, 4, 4), (50260, 4, 4), (50260, 2, 4), (50257, 2, 1), (333, 2, 1),
-    (201, 4, 1), (4098, 4, 2), (50258, 4, 2), (10002, 2, 1), (50258, 2, 1), (1002, 8, 2),
-    (1001, 8, 1), (128, 4, 0), (50272, 2, 0)])
+    (200, 2, 8), (1000, 2, 8), (100, 2, 4), (102, 2, 2), (202, 2, 1), (208, 2, 0), (200, 4, 4),
+    (100, 4, 4), (202, 4, 2), (4100, 4, 4), (50260, 4, 4), (50260, 2, 4), (50257, 2, 1),
+    (333, 2, 1), (201, 4, 1), (4098, 4, 2), (50258, 4, 2), (10002, 2, 1), (50258, 2, 1),
+    (1002, 8, 2), (1001, 8, 1), (128, 4, 0), (50272, 2, 0)])
 def test_rows_of_whole_vectors_are_stated_aligned(monkeypatch: pytest.MonkeyPatch, n_cols: int,
                                                   itemsize: int, align: int) -> None:
     """Rows whose length and strides are whole 16-byte vectors are planned as aligned rows on
     CUDA, and every kernel of the launch is told so (``ALIGN``, also in its ``kernels`` key)
     where Triton cannot see it, rows of 16-divisible counts (``align`` 0 here) never; rows of
     runs of 2 or 4 elements are told that and planned as unaligned rows, but get 1 where they
-    read through windows (long rows of 2-byte pairs), as rows of odd length do; Ascend gets 1
+    read through windows (long rows of 2-byte pairs) or from their aligned bodies (2-byte rows
+    of 129-512), as rows of odd length do; Ascend gets 1
     always. Planned for CUDA without a GPU: nothing is launched."""
     be = CudaBackend("cuda", 90)
     monkeypatch.setattr(launcher, "backend", lambda: be)

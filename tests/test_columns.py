@@ -346,21 +346,35 @@ def _contiguous_layout(shape: tuple[int, ...], dim: int, transposed: bool = Fals
 
 
 @pytest.mark.parametrize("shape,dim,transposed,itemsize,streams,warps", [
-    ((8, 19, 262144), 1, False, 2, 1, 2),  # whole rows of 32 lanes, aligned runs
-    ((2048, 5, 1024), 1, False, 2, 1, 2),  # of 8 lanes
+    ((8, 19, 262144), 1, False, 2, 1, 1),  # 2-byte rows of 32 lanes, aligned runs: 256 bytes
+    ((1024, 9, 4096), 1, False, 2, 1, 1),  # of 16 lanes
+    ((16384, 2, 256), 1, False, 2, 1, 1),  # a tile of 512 (a short inner dim)
+    ((2048, 5, 1024), 1, False, 2, 1, 2),  # of 8 lanes: the 2-byte rule, 64 elements a thread
+    ((16, 3, 50176), 1, False, 2, 1, 4),  # of 4 lanes: 4 warps
+    ((32, 64, 4096), 1, False, 2, 1, 2),  # of 64 lanes
     ((16384, 100), 1, True, 2, 1, 2),  # a transposed input's rows of 128 lanes
-    ((16, 3, 50176), 1, False, 2, 1, 4),  # tiles of 4 lanes
     ((64, 7, 20001), 1, False, 2, 1, 4),  # runs not whole vectors
-    ((8, 19, 262144), 1, False, 4, 1, 4),  # float32
     ((8, 19, 262144), 1, False, 2, 2, 8),  # the backward: 32 elements of each of two tensors
     ((64, 256, 1024), 1, False, 2, 1, 4),  # tiles of 8192: 64 elements a thread on 4 warps
+    ((8, 19, 262144), 1, False, 4, 1, 2),  # float32 rows of up to 32 lanes, aligned runs
+    ((16, 3, 50176), 1, False, 4, 1, 2),  # of 4 lanes
+    ((16384, 2, 256), 1, False, 4, 1, 1),  # tiles of 512 and 256 (a short inner dim)
+    ((65536, 3, 64), 1, False, 4, 1, 1),
+    ((64, 7, 20001), 1, False, 4, 1, 4),  # float32 runs not whole vectors
+    ((32, 64, 4096), 1, False, 4, 1, 4),  # float32 rows of 64 lanes
+    ((16384, 20), 1, True, 4, 1, 4),  # a transposed input's float32 rows
+    ((8, 19, 262144), 1, False, 4, 2, 8),  # the float32 backward
+    ((8, 19, 262144), 1, False, 8, 1, 4),  # float64
 ])
-def test_cuda_2_byte_forward_column_tiles_of_4096_on_2_warps(
+def test_cuda_forward_column_tiles_of_short_rows_take_few_warps(
         shape: tuple[int, ...], dim: int, transposed: bool, itemsize: int, streams: int,
         warps: int) -> None:
-    """On CUDA the forward's 2-byte ``cols`` tiles of 4096 elements that hold whole rows of at
-    least 8 lanes, with aligned runs or a transposed output, run on 2 warps (64 elements a
-    thread); other tiles keep 4 warps at least."""
+    """On CUDA the forward's ``cols`` tiles of whole rows of up to 32 lanes with aligned runs
+    hold 256 bytes of input a thread (float32 tiles of 4096 elements on 2 warps, 2-byte ones
+    and smaller tiles on one), but 2-byte tiles of 4096 elements of rows of 4-8 lanes keep the
+    2-byte rule, as do other 2-byte tiles of whole rows with aligned runs or a transposed
+    output (64 elements a thread, 2 warps at least, 4 under 8 lanes); other tiles keep 4 warps
+    at least."""
     be = CudaBackend("cuda", 90)
     layout = _contiguous_layout(shape, dim, transposed)
     p = launcher.plan(layout, itemsize, 132, be, streams=streams)
@@ -369,13 +383,15 @@ def test_cuda_2_byte_forward_column_tiles_of_4096_on_2_warps(
 
 
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
-@pytest.mark.parametrize("shape,dim,transposed", [
-    ((2, 19, 2048), 1, False), ((16, 5, 1024), 1, False), ((100, 1024), -1, True)])
+@pytest.mark.parametrize("shape,dim,transposed,warps", [
+    ((2, 19, 2048), 1, False, 1), ((16, 5, 1024), 1, False, 2), ((100, 1024), -1, True, 2),
+    ((8, 3, 256), 1, False, 1)])
 def test_whole_column_tiles_of_2_byte_rows(kernel_device: str, dtype: torch.dtype,
                                            shape: tuple[int, ...], dim: int,
-                                           transposed: bool) -> None:
+                                           transposed: bool, warps: int) -> None:
     """Short interleaved 2-byte rows in the device's own plans (on CUDA: whole in tiles of 4096
-    elements on 2 warps), softmax and log_softmax into NaN-poisoned outputs."""
+    elements on 1 or 2 warps, or of 1024 on one), softmax and log_softmax into NaN-poisoned
+    outputs."""
     x = _input(shape, transposed, dtype, kernel_device)
     for fn, log in ((npu_softmax.softmax, False), (npu_softmax.log_softmax, True)):
         y = torch.full(x.shape, float("nan"), dtype=dtype, device=kernel_device)
@@ -390,7 +406,7 @@ def test_whole_column_tiles_of_2_byte_rows(kernel_device: str, dtype: torch.dtyp
         layout = row_layout(x.shape, dim % x.dim(), x.stride(), y.stride())
         p = launcher.plan(layout, 2, launcher.core_count(0), be)
         assert p.variant == "cols" and p.block_n >= layout.n_cols, p
-        assert be.for_layout(layout, 2).options(p, 2)["num_warps"] == 2, p
+        assert be.for_layout(layout, 2).options(p, 2)["num_warps"] == warps, p
 
 
 #: (shape, transposed, CUDA's float32 and bfloat16 forward plans as (block_m, n_splits)): rows

@@ -38,11 +38,13 @@ def test_cuda_windows_short_misaligned_tiles_and_looped_rows(dtype: torch.dtype,
     be = CudaBackend("cuda", 90)
     size = dtype.itemsize
     # Windows in tiles of float32 rows only: 2-byte tiles ran faster as they are on the H100,
-    # and so did float32 tiles of four 512-lane rows. 2-byte rows of 257-512 elements go two
-    # to a tile, each read from its aligned body (runs of 2-4 elements too); longer ones one to
-    # a program, as they are.
+    # and so did float32 tiles of four 512-lane rows. 2-byte rows of 129-512 elements go four
+    # or two to a tile, each read from its aligned body (runs of 2-4 elements too); longer ones
+    # one to a program, as they are.
     p, got = _vec(be, (8192, 201), size)
-    assert (p.variant, got) == ("tile", vec if size == 4 else 1) and p.block_m > 1
+    assert (p.variant, got) == ("tile", vec) and p.block_m > 1
+    rows = be.for_layout(row_layout((8192, 201), 1, (201, 1), (201, 1)), size)
+    assert rows.tile_bodies(p, size) == (size == 2)
     for cols in (333, 300, 500, 257):
         p, got = _vec(be, (8192, cols), size)
         rows = be.for_layout(row_layout((8192, cols), 1, (cols, 1), (cols, 1)), size)
@@ -124,8 +126,8 @@ def test_windows_off_on_ascend_on_wherever_they_apply_under_the_interpreter() ->
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16])
 # Three rows: one to a block (the row kernel, reading its aligned body), 20001 columns forced
 # to ``tile`` in a head and a tail block on CUDA too (the split kernels by the launcher's plan).
-@pytest.mark.parametrize("rows,cols", [(19, 333), (19, 457), (19, 3502), (3, 3001),
-                                       (3, 20001)])
+@pytest.mark.parametrize("rows,cols", [(19, 201), (9, 250), (19, 333), (19, 457), (19, 3502),
+                                       (3, 3001), (3, 20001)])
 def test_misaligned_tensors_views_and_outputs(kernel_device: str, variant: str | None,
                                               dtype: torch.dtype, rows: int, cols: int) -> None:
     """Inputs and outputs starting anywhere in a 16-byte block, a column slice (rows of another

@@ -81,11 +81,10 @@ WINDOW_TILE_LANES = {4: 1024, 2: 128}
 #: the forward runs one to a program, with one warp: more than 256 and at most 1024 (head and
 #: tail included), ...
 ONE_WARP_ROW_LANES = (257, 1024)
-#: ... but the unaligned ones in blocks of ``BODY_TILE_LANES`` (257-512 elements) go
-#: ``BODY_TILE_ROWS`` to a one-warp tile, each read and written from its aligned body
-#: (``CudaBackend.body_rows``).
-BODY_TILE_LANES = 512
-BODY_TILE_ROWS = 2
+#: ... but the unaligned ones in blocks of 512 lanes (257-512 elements), and those of 129-256
+#: elements (256 lanes), go this many to a one-warp tile of 1024 lanes, by their block's lanes,
+#: each read and written from its aligned body (``CudaBackend.body_rows``).
+BODY_TILE_ROWS = {256: 4, 512: 2}
 #: The forward's 2-byte rows of 1025-2048 elements that are not 16-byte aligned (blocks of
 #: this many lanes) go one to a program of two warps, which reads each row's aligned body as
 #: vectors, rather than two to a tile read element by element
@@ -240,6 +239,14 @@ HALF_COLUMN_THREAD_ELEMS = 64
 #: transposed, 4 otherwise (``CudaBackend._wide_column_min_warps``).
 HALF_COLUMN_FEW_WARPS = 2
 HALF_COLUMN_FEW_WARPS_MIN_COLS = 8
+#: The forward's ``cols`` tiles that hold whole rows of at most ``SHORT_COLUMN_LANES`` lanes,
+#: with aligned runs, hold ``SHORT_COLUMN_THREAD_BYTES`` of input a thread (one warp at least):
+#: float32 tiles of 4096 elements on 2 warps, 2-byte ones on one, and smaller tiles (a short
+#: inner dim) on one; but 2-byte tiles of 4096 elements whose rows take fewer than
+#: ``SHORT_HALF_COLUMN_MIN_LANES`` lanes keep the 2-byte rule (``CudaBackend._short_columns``).
+SHORT_COLUMN_LANES = 32
+SHORT_COLUMN_THREAD_BYTES = 256
+SHORT_HALF_COLUMN_MIN_LANES = 16
 #: ``cols`` groups of a transposed input, whose output rows are contiguous (stored across the
 #: groups), narrow down to this many rows where that holds whole rows in a chunk
 #: (``Backend.column_min_lanes``). Through the API on the H100 (2026-11-25, sixteenth session,
@@ -453,7 +460,7 @@ class CudaBackend(Backend):
         # 4096x2049 2199 -> 2363, 8192x9001 2193 -> 2260; bf16 4096x2049 1401 -> 1492,
         # 8192x3001 2152 -> 2305, 4096x10001 1658 -> 1722, 64x20001 456 -> 499. Rows of up to
         # 1024 lanes (one-warp 2-byte rows, few float32 rows of 781-1000) lost: bf16 65536x333
-        # 2181 -> 1916. Tiles of two unaligned 2-byte rows of 257-512 elements, each read from
+        # 2181 -> 1916. Tiles of unaligned 2-byte rows of 129-512 elements, each read from
         # its body, gain (``body_rows``).
         if plan.variant == "tile" and plan.block_m == 1:
             return itemsize <= 4 and plan.block_n + plan.tail_n > MIN_WINDOW_ROW_LANES
@@ -595,7 +602,7 @@ class CudaBackend(Backend):
         # 1982 -> 2051, 32768x500 2722 -> 2773 and 2546 -> 2631 (tiles of 2048 elements lost
         # for 256-lane rows: 65536x200 2486 -> 2179).
         if self.body_rows(block_n, itemsize):
-            return BODY_TILE_ROWS
+            return BODY_TILE_ROWS[block_n]
         if self._one_warp_row(block_n, itemsize) or self._two_warp_row(block_n, itemsize):
             return 1
         rows = super().rows_per_block(block_n, n_rows, n_cores, itemsize)
@@ -703,7 +710,7 @@ class CudaBackend(Backend):
         return self._unaligned_bodies() and itemsize == 2 and lanes == TWO_WARP_ROW_LANES
 
     def body_rows(self, block_n: int, itemsize: int) -> bool:
-        # The forward's 2-byte rows of 257-512 elements that are not 16-byte aligned (a block of
+        # The forward's 2-byte rows of 129-512 elements that are not 16-byte aligned (a block of
         # ``block_n`` lanes, no tail; runs of 2-4 elements too) go ``BODY_TILE_ROWS`` to a one-warp
         # tile, each row read and written as vectors from its aligned body (``tile_bodies``),
         # rather than one to a one-warp program with element loads and stores
@@ -720,7 +727,12 @@ class CudaBackend(Backend):
         # the one-warp rows: read element by element in such tiles, they lost (2026-11-27,
         # fortieth session, rows of x[:, ::2], two processes each: bf16 65536x333 1630, 1651 ->
         # 1577, 1560; 16384x300 1173, 1178 -> 1059, 1026; 131072x300 1761, 1762 -> 1641, 1630).
-        return self._unaligned_bodies() and itemsize == 2 and block_n == BODY_TILE_LANES
+        # Rows of 129-256 elements, four to such a tile (forty-fifth session, 2026-11-28), against
+        # four to a two-warp tile read through their windows: bf16 124031x129 1642 -> 2160 GB/s,
+        # 131072x150 2102 -> 2363, 98304x170 2125 -> 2331, 262144x199 2351 -> 2605, 65536x250
+        # 2283 -> 2309, 32768x129 1172 -> 1420, 16384x250 1399 -> 1528, fp16 124031x129 1663 ->
+        # 2188.
+        return self._unaligned_bodies() and itemsize == 2 and block_n in BODY_TILE_ROWS
 
     def options(self, plan: Plan, itemsize: int) -> dict[str, Any]:
         # One stage: the persistent loop keeps enough rows in flight through occupancy instead.
@@ -752,6 +764,8 @@ class CudaBackend(Backend):
         block_m, block_n, tail_n = plan.block_m, plan.block_n, plan.tail_n
         if plan.variant == "cols":
             elems = block_m * block_n * self.streams
+            if self._short_columns(plan, itemsize):
+                return max(1, elems * itemsize // (TUNED_WARP_SIZE * SHORT_COLUMN_THREAD_BYTES))
             if self._wide_column_threads(plan, itemsize):
                 return max(self._wide_column_min_warps(plan),
                            elems // (TUNED_WARP_SIZE * HALF_COLUMN_THREAD_ELEMS))
@@ -841,6 +855,29 @@ class CudaBackend(Backend):
                                                                 or self.transposed_output):
             return HALF_COLUMN_FEW_WARPS
         return 4
+
+    def _short_columns(self, plan: Plan, itemsize: int) -> bool:
+        # Float32 and 2-byte tiles of whole interleaved rows of up to ``SHORT_COLUMN_LANES``
+        # lanes, aligned runs, in the forward (``SHORT_COLUMN_THREAD_BYTES``). Through the API
+        # on the H100 (2026-11-28, forty-fifth session, docs/tuning.md), one run each, best of
+        # 2, dim 1 of, against 4 warps (float32) or the 2-byte rule (2 warps, 4 where rows take
+        # under 8 lanes): fp32 8x19x262144 2495 -> 2680 GB/s, 512x21x4096 2672 -> 2802,
+        # 2x17x1048576 2322 -> 2534, 64x24x8192 2452 -> 2578, 64x19x4096 1797 -> 1980,
+        # 8192x16x128 2550 -> 2670, 1024x7x512 1886 -> 2124, and tiles of 256-512 elements
+        # (4-8 a thread on 4 warps before) 65536x3x64 967 -> 1640, 16384x2x256 1357 -> 2372;
+        # bf16 8x19x262144 2021 -> 2357, 512x21x4096 2194 -> 2488, 1024x9x4096 1402 -> 2559,
+        # 2x17x1048576 1870 -> 2208, 32x25x16384 1898 -> 2069, 64x19x4096 1211 -> 1405,
+        # 65536x3x64 482 -> 1704, 16384x2x256 690 -> 1872; the rest level (fp32 4096x4x1024
+        # 2660 -> 2635). 2-byte tiles of 4096 elements of rows of 4-8 lanes lost on one warp
+        # (bf16 4096x4x1024 2391 -> 2087, 2048x6x2048 2511 -> 2420) and keep the 2-byte rule.
+        # The twenty-fifth session had found float32 tiles of rows of up to 128 lanes on 2
+        # warps mixed: rows of 33-64 lanes lost (fp32 32x64x4096 2433 -> 2372), as did runs not
+        # whole vectors (512x13x1000 2098 -> 1813).
+        if not (itemsize in (2, 4) and self.streams == 1 and self.aligned_columns
+                and not self.transposed_output and plan.block_n <= SHORT_COLUMN_LANES):
+            return False
+        return (itemsize == 4 or plan.block_n >= SHORT_HALF_COLUMN_MIN_LANES
+                or plan.block_m * plan.block_n < COLUMN_TILE_ELEMS)
 
     def max_programs(self, kernel: Any, args: tuple, constexprs: dict[str, Any],
                      options: dict[str, Any], device_index: int) -> int:
