@@ -866,15 +866,15 @@ class CudaBackend(Backend):
         # under 8 lanes): fp32 8x19x262144 2495 -> 2680 GB/s, 512x21x4096 2672 -> 2802,
         # 2x17x1048576 2322 -> 2534, 64x24x8192 2452 -> 2578, 64x19x4096 1797 -> 1980,
         # 8192x16x128 2550 -> 2670, 1024x7x512 1886 -> 2124, and tiles of 256-512 elements
-        # (4-8 a thread on 4 warps before) 65536x3x64 967 -> 1640, 16384x2x256 1357 -> 2372;
-        # bf16 8x19x262144 2021 -> 2357, 512x21x4096 2194 -> 2488, 1024x9x4096 1402 -> 2559,
-        # 2x17x1048576 1870 -> 2208, 32x25x16384 1898 -> 2069, 64x19x4096 1211 -> 1405,
-        # 65536x3x64 482 -> 1704, 16384x2x256 690 -> 1872; the rest level (fp32 4096x4x1024
-        # 2660 -> 2635). 2-byte tiles of 4096 elements of rows of 4-8 lanes lost on one warp
-        # (bf16 4096x4x1024 2391 -> 2087, 2048x6x2048 2511 -> 2420) and keep the 2-byte rule.
-        # The twenty-fifth session had found float32 tiles of rows of up to 128 lanes on 2
-        # warps mixed: rows of 33-64 lanes lost (fp32 32x64x4096 2433 -> 2372), as did runs not
-        # whole vectors (512x13x1000 2098 -> 1813).
+        # (4-8 a thread on 4 warps before) on one warp 65536x3x64 966 -> 2342, 16384x2x256 1350
+        # -> 2328; bf16 8x19x262144 2021 -> 2357, 512x21x4096 2194 -> 2488, 1024x9x4096 1402 ->
+        # 2559, 2x17x1048576 1870 -> 2208, 32x25x16384 1898 -> 2069, 64x19x4096 1211 -> 1405,
+        # 65536x3x64 482 -> 1704, 16384x2x256 690 -> 1872, 8192x8x128 1205 -> 1942; the rest
+        # level (fp32 4096x4x1024 2660 -> 2635). 2-byte tiles of 4096 elements of rows of 4-8
+        # lanes lost on one warp (bf16 4096x4x1024 2391 -> 2087, 2048x6x2048 2511 -> 2420) and
+        # keep the 2-byte rule. In the same labs float32 rows of 33-64 lanes lost on 2 warps
+        # (32x64x4096 2433 -> 2372), as did runs not whole vectors (512x13x1000 2098 -> 1813);
+        # the twenty-fifth session had found float32 tiles of up to 128 lanes on 2 warps mixed.
         if not (itemsize in (2, 4) and self.streams == 1 and self.aligned_columns
                 and not self.transposed_output and plan.block_n <= SHORT_COLUMN_LANES):
             return False
