@@ -733,7 +733,8 @@ class CudaBackend(Backend):
         # 2283 -> 2309, 32768x129 1172 -> 1420, 16384x250 1399 -> 1528, fp16 124031x129 1663 ->
         # 2188; a second set: bf16 200000x131 1765 -> 2326, 262144x129 1782 -> 2384, 65536x140
         # 1732 -> 1918, fp16 65536x129 1403 -> 1758, within 2% on the rest (bf16 32768x220 1850
-        # -> 1820, tensors of 3 MB and less).
+        # -> 1820, tensors of 3 MB and less); column slices (rows of n of n + 9), whose body
+        # stores are of single elements, bf16 124031x129 1635 -> 1797, 65536x200 1871 -> 2063.
         return self._unaligned_bodies() and itemsize == 2 and block_n in BODY_TILE_ROWS
 
     def options(self, plan: Plan, itemsize: int) -> dict[str, Any]:
