@@ -215,7 +215,8 @@ def column_plan(n_rows: int, n_cols: int, n_inner: int, max_offset: int, itemsiz
             narrow = lanes
             while narrow >= be.column_min_lanes(itemsize, split):
                 groups = column_groups(n_rows, n_inner, narrow)
-                if be.column_holds_whole(itemsize, narrow, full, split, groups, n_cores):
+                if be.column_holds_whole(itemsize, narrow, full, split, groups, n_cores,
+                                         n_cols):
                     lanes, tile = narrow, full * narrow
                     break
                 narrow //= 2

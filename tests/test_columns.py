@@ -55,7 +55,7 @@ def small_columns(four_cores: None, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(be, "column_tile_elems", lambda self, itemsize, lanes: 256)
     monkeypatch.setattr(be, "column_chunk_elems", lambda self, itemsize, lanes: 64)
     monkeypatch.setattr(be, "column_holds_whole",
-                        lambda self, itemsize, lanes, cols, split, groups, n_cores:
+                        lambda self, itemsize, lanes, cols, split, groups, n_cores, n_cols:
                         lanes * cols <= 64)
     monkeypatch.setattr(be, "column_lanes", lambda self, itemsize: 4)
 
@@ -219,6 +219,48 @@ def test_groups_narrow_to_hold_rows_whole_on_cuda(itemsize: int) -> None:
     for streams in (1, 2):
         assert _shape(launcher.plan(whole, itemsize, 132, be, streams=streams)) == (
             "cols", 32, 256, 1)
+
+
+def test_cuda_2_byte_rows_of_257_to_512_whole_on_4_warps() -> None:
+    """On CUDA the forward's 2-byte interleaved rows of 257-512 elements in 32-row groups of
+    aligned runs, where they go whole in 32x512 tiles, take 4 warps (128 elements a thread):
+    rows of 257-384 where the groups are many (looped in 32x256 chunks before, as longer rows
+    still are), rows of up to 512 where they are few (whole on 8 warps before). The backward,
+    float32, unaligned runs, a transposed input and narrower groups keep their plans."""
+    be = CudaBackend("cuda", 90)
+
+    def plan_of(shape: tuple[int, ...], itemsize: int, streams: int = 1) -> tuple:
+        layout = _contiguous_layout(shape, 1)
+        p = launcher.plan(layout, itemsize, 132, be, streams=streams)
+        warps = be.for_layout(layout, itemsize, streams).options(p, itemsize)["num_warps"]
+        return (*_shape(p), warps)
+
+    for shape in ((128, 333, 1024), (256, 257, 512), (64, 384, 512),  # many groups
+                  (16, 400, 1024), (8, 512, 2048), (1, 300, 64)):  # few groups
+        assert plan_of(shape, 2) == ("cols", 32, 512, 1, 4), shape
+    for shape in ((64, 385, 512), (64, 512, 512), (64, 256, 512)):
+        assert plan_of(shape, 2) == ("cols", 32, 256, 1, 4), shape
+    assert plan_of((64, 300, 512), 2, streams=2) == ("cols", 32, 256, 1, 16)
+    assert plan_of((64, 300, 512), 4) == ("cols", 32, 256, 1, 8)
+    assert plan_of((256, 300, 49), 2)[1:3] == (32, 256)  # runs of 98 bytes
+    assert plan_of((256, 300, 16), 2) == ("cols", 16, 512, 1, 8)  # 16-row groups
+    transposed = row_layout((4096, 300), 1, (1, 4096), (300, 1))  # randn(300, 4096).t()
+    assert _shape(launcher.plan(transposed, 2, 132, be)) == ("cols", 16, 512, 1)
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+def test_2_byte_rows_of_257_to_512_over_dim_1(device: str, dtype: torch.dtype,
+                                              four_cores: None) -> None:
+    """Rows of 257-512 elements over dim 1 with 32 or more neighbours, in groups that are
+    many for 4 cores and in few (on CUDA whole in 32x512 tiles on 4 warps), partial groups,
+    into NaN-filled outputs, softmax and log_softmax."""
+    for shape in ((8, 300, 48), (2, 300, 48), (1, 512, 32)):
+        x = torch.randn(shape, device=device).mul(4).to(dtype)
+        out = torch.full_like(x, float("nan"))
+        npu_softmax.softmax(x, 1, out=out)
+        assert_softmax_close(out, reference(x, 1))
+        npu_softmax.log_softmax(x, 1, out=out)
+        assert_close(out, reference(x, 1, log=True), dtype)
 
 
 def test_cuda_2_byte_forward_column_tiles_hold_64_elements_a_thread() -> None:

@@ -233,34 +233,6 @@ def test_online_last_chunks(kernel_device: str, monkeypatch: pytest.MonkeyPatch,
 
 
 @pytest.mark.parametrize("variant", [None, "split", "cols"])
-def test_a_device_that_is_not_the_current_one(kernel_device: str, variant: str | None) -> None:
-    """Tensors on a second GPU/NPU while the first is current: the kernels launch on the
-    tensors' device (its stream), forward, out=, in place and backward, and a repeat call too;
-    the current device is left as it was."""
-    module = getattr(torch, kernel_device, None)
-    if module is None or not hasattr(module, "device_count") or module.device_count() < 2:
-        pytest.skip(f"one {kernel_device} device or none")
-    current = module.current_device()
-    other = f"{kernel_device}:{1 if current == 0 else 0}"
-    x = torch.randn(37, 3001, device=other, requires_grad=True)
-    dy = torch.randn_like(x)
-    dim = 0 if variant == "cols" else 1
-    for _ in range(2):  # the first call plans, the second repeats the kept launch
-        y = npu_softmax.softmax(x, dim, variant=variant)
-        assert y.device == x.device
-        assert_softmax_close(y, reference(x, dim))
-    (dx,) = torch.autograd.grad(y, x, dy)
-    assert_close(dx, reference_grad(torch.softmax, x, dy, dim), torch.float32)
-    out = torch.full((37, 3001), float("nan"), device=other)
-    npu_softmax.log_softmax(x.detach(), -1, variant=variant, out=out)
-    assert_close(out, reference(x, -1, log=True), torch.float32)
-    z = x.detach().clone()
-    npu_softmax.softmax_(z, -1, variant=variant)
-    assert_softmax_close(z, reference(x, -1))
-    assert module.current_device() == current
-
-
-@pytest.mark.parametrize("variant", [None, "split", "cols"])
 def test_calls_on_a_side_stream(kernel_device: str, variant: str | None) -> None:
     """On a stream that is not the default one, every launch (first call and kept, forward,
     backward, out=) goes on that stream: the stream holds the input's write back behind a sleep,

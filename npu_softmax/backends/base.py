@@ -231,12 +231,12 @@ class Backend:
         raise NotImplementedError
 
     def column_holds_whole(self, itemsize: int, lanes: int, cols: int, split: bool,
-                           groups: int, n_cores: int) -> bool:
-        """Whether a group of ``lanes`` rows of ``cols`` elements (a power of two) holds its
-        rows whole in one chunk, for rows too long for ``column_chunk_elems`` of the widest
-        groups (``split``: whether those would be split between programs; ``groups``: how many
-        groups of ``lanes`` rows there are, for ``n_cores`` cores): where they fit
-        ``column_chunk_elems`` here."""
+                           groups: int, n_cores: int, n_cols: int) -> bool:
+        """Whether a group of ``lanes`` rows of ``n_cols`` elements (``cols``: the power of two
+        at or above it) holds its rows whole in one chunk, for rows too long for
+        ``column_chunk_elems`` of the widest groups (``split``: whether those would be split
+        between programs; ``groups``: how many groups of ``lanes`` rows there are, for
+        ``n_cores`` cores): where they fit ``column_chunk_elems`` here."""
         return lanes * cols <= self.column_chunk_elems(itemsize, lanes)
 
     def column_loop_groups(self, itemsize: int, split: bool) -> tuple[int, int, int]:

@@ -239,6 +239,16 @@ HALF_COLUMN_THREAD_ELEMS = 64
 #: transposed, 4 otherwise (``CudaBackend._wide_column_min_warps``).
 HALF_COLUMN_FEW_WARPS = 2
 HALF_COLUMN_FEW_WARPS_MIN_COLS = 8
+#: The forward's 2-byte ``cols`` tiles of ``COLUMN_LANES`` rows of ``HALF_WHOLE_COLUMN_COLS``
+#: lanes (whole rows of 257-512 elements), aligned runs, not a transposed input, run on 4 warps,
+#: ``HALF_WHOLE_COLUMN_THREAD_ELEMS`` a thread (8 before): at 254 registers two such programs
+#: share an SM, so one loads while the other reduces. Such tiles served few groups only (where
+#: 32-row groups would be split); where the groups are many they now also take rows of up to
+#: ``HALF_WHOLE_LOOPED_MOST_COLS``, which were looped in 32x256 chunks (read twice), as longer
+#: rows still are (``CudaBackend._half_whole_columns``, ``column_holds_whole``).
+HALF_WHOLE_COLUMN_COLS = 512
+HALF_WHOLE_COLUMN_THREAD_ELEMS = 128
+HALF_WHOLE_LOOPED_MOST_COLS = 384
 #: The forward's ``cols`` tiles that hold whole rows of at most ``SHORT_COLUMN_LANES`` lanes,
 #: with aligned runs, hold ``SHORT_COLUMN_THREAD_BYTES`` of input a thread (one warp at least):
 #: float32 tiles of 4096 elements on 2 warps, 2-byte ones on one, and smaller tiles (a short
@@ -563,8 +573,11 @@ class CudaBackend(Backend):
         return COLUMN_CHUNK_ELEMS
 
     def column_holds_whole(self, itemsize: int, lanes: int, cols: int, split: bool,
-                           groups: int, n_cores: int) -> bool:
+                           groups: int, n_cores: int, n_cols: int) -> bool:
         elems = lanes * cols
+        if (not split and self._half_whole_columns(itemsize, lanes, cols)
+                and n_cols <= HALF_WHOLE_LOOPED_MOST_COLS):
+            return True
         if self._transposed_float_forward(itemsize) and lanes <= TRANSPOSED_WHOLE_LANES:
             few = groups < n_cores and lanes > TRANSPOSED_FLOAT_MIN_LANES
             return elems <= (FEW_GROUPS_CHUNK_ELEMS if few else SPLIT_WHOLE_CHUNK_ELEMS)
@@ -578,7 +591,8 @@ class CudaBackend(Backend):
             elif (itemsize == 4 and lanes == FLOAT_WIDE_WHOLE_LANES
                   and elems <= UNALIGNED_FLOAT_WHOLE_CHUNK_ELEMS):
                 return True
-        return super().column_holds_whole(itemsize, lanes, cols, split, groups, n_cores)
+        return super().column_holds_whole(itemsize, lanes, cols, split, groups, n_cores,
+                                          n_cols)
 
     def column_loop_groups(self, itemsize: int, split: bool) -> tuple[int, int, int]:
         if split and self.streams == 1 and not self.transposed_output:
@@ -767,6 +781,8 @@ class CudaBackend(Backend):
         block_m, block_n, tail_n = plan.block_m, plan.block_n, plan.tail_n
         if plan.variant == "cols":
             elems = block_m * block_n * self.streams
+            if self._half_whole_columns(itemsize, plan.block_m, plan.block_n):
+                return elems // (TUNED_WARP_SIZE * HALF_WHOLE_COLUMN_THREAD_ELEMS)
             if self._short_columns(plan, itemsize):
                 return max(1, elems * itemsize // (TUNED_WARP_SIZE * SHORT_COLUMN_THREAD_BYTES))
             if self._wide_column_threads(plan, itemsize):
@@ -858,6 +874,21 @@ class CudaBackend(Backend):
                                                                 or self.transposed_output):
             return HALF_COLUMN_FEW_WARPS
         return 4
+
+    def _half_whole_columns(self, itemsize: int, lanes: int, cols: int) -> bool:
+        # 2-byte 32x512 tiles of the forward, aligned runs (``HALF_WHOLE_COLUMN_COLS``).
+        # Through the API on the H100 (2026-11-28, forty-sixth session, docs/tuning.md), the
+        # package before and after in two processes each, eager GB/s, best of 3, dim 1 of: few
+        # groups (8 warps before) bf16 16x400x1024 1068, 1110 -> 1386, 1388; 8x512x2048 1247,
+        # 1282 -> 1538, 1547; 4x400x4096 1086, 1088 -> 1386, 1343; 2x400x1024 and 1x512x4096
+        # level. Many groups (looped before): bf16 128x333x1024 1739, 1741 -> 1866, 1867;
+        # 256x300x512 1593, 1603 -> 1695, 1700; 32x257x2048 1297, 1317 -> 1391, 1395. Rows
+        # longer than 384 in many groups did not gain, whole against looped in one process
+        # (64xNx512, two runs each): N = 384 1532, 1563 -> 1578, 1574; 400 +0-3%; 448, 480, 500
+        # -1-4%; 512 1938, 1936 -> 1883, 1883; fp16 64x400x512 1614, 1643 -> 1554, 1589.
+        return (itemsize == 2 and self.streams == 1 and self.aligned_columns
+                and not self.transposed_output and lanes == COLUMN_LANES
+                and cols == HALF_WHOLE_COLUMN_COLS)
 
     def _short_columns(self, plan: Plan, itemsize: int) -> bool:
         # Float32 and 2-byte tiles of whole interleaved rows of up to ``SHORT_COLUMN_LANES``
