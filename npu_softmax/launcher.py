@@ -190,14 +190,14 @@ def column_plan(n_rows: int, n_cols: int, n_inner: int, max_offset: int, itemsiz
     tile leaves room for; longer rows go in ``column_chunk_elems`` chunks, whole in one chunk
     of the widest group, down to ``column_min_lanes`` rows, that the target says holds them
     (``column_holds_whole``: both may depend on whether the wide groups would be split, the
-    second on how many groups the narrower width gives; rows no group holds whole are looped
-    in groups of ``column_loop_groups`` rows where there are that many and each split range
-    then holds the chunks it asks for), and where the
-    groups are too few to give every core ``split_items_per_core`` work items (or the looped
-    groups' own count), each group's
-    rows are split between programs as the split variant splits a row, into no more ranges
-    than a chunk holds groups (the split kernels combine a group's partial results as one
-    ``[n_splits, block_m]`` tile: on Ascend, 128 ranges of 128-row groups did not fit the UB).
+    second on how many groups the narrower width gives and on the row length; rows no group
+    holds whole are looped in groups of ``column_loop_groups`` rows where there are that many
+    and each split range then holds the chunks it asks for), and where the groups are too few
+    to give every core ``split_items_per_core`` work items (or the looped groups' own count),
+    each group's rows are split between programs as the split variant splits a row, into no
+    more ranges than a chunk holds groups (the split kernels combine a group's partial results
+    as one ``[n_splits, block_m]`` tile: on Ascend, 128 ranges of 128-row groups did not fit
+    the UB).
     The sizes count elements of each tensor read, for the backward's two as for the forward's
     one: the target sizes its programs for what they read (``options``).
     """
