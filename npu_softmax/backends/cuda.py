@@ -248,7 +248,7 @@ HALF_COLUMN_FEW_WARPS_MIN_COLS = 8
 #: rows still are (``CudaBackend._half_whole_columns``, ``column_holds_whole``).
 HALF_WHOLE_COLUMN_COLS = 512
 HALF_WHOLE_COLUMN_THREAD_ELEMS = 128
-HALF_WHOLE_LOOPED_MOST_COLS = 384
+HALF_WHOLE_LOOPED_MOST_COLS = 352
 #: The forward's ``cols`` tiles that hold whole rows of at most ``SHORT_COLUMN_LANES`` lanes,
 #: with aligned runs, hold ``SHORT_COLUMN_THREAD_BYTES`` of input a thread (one warp at least):
 #: float32 tiles of 4096 elements on 2 warps, 2-byte ones on one, and smaller tiles (a short
@@ -882,10 +882,11 @@ class CudaBackend(Backend):
         # groups (8 warps before) bf16 16x400x1024 1068, 1110 -> 1386, 1388; 8x512x2048 1247,
         # 1282 -> 1538, 1547; 4x400x4096 1086, 1088 -> 1386, 1343; 2x400x1024 and 1x512x4096
         # level. Many groups (looped before): bf16 128x333x1024 1739, 1741 -> 1866, 1867;
-        # 256x300x512 1593, 1603 -> 1695, 1700; 32x257x2048 1297, 1317 -> 1391, 1395. Rows
-        # longer than 384 in many groups did not gain, whole against looped in one process
-        # (64xNx512, two runs each): N = 384 1532, 1563 -> 1578, 1574; 400 +0-3%; 448, 480, 500
-        # -1-4%; 512 1938, 1936 -> 1883, 1883; fp16 64x400x512 1614, 1643 -> 1554, 1589.
+        # 256x300x512 1593, 1603 -> 1695, 1700; 32x257x2048 1297, 1317 -> 1391, 1395. Whole
+        # against looped in one process, two runs each, dim 1 of 64xNx512: bf16 N = 350 1407,
+        # 1410 -> 1442, 1448; 384 1532, 1563 -> 1578, 1574; 400 +0-3%; 448-500 -1-4%; 512 1938,
+        # 1936 -> 1883, 1883; fp16 N = 300 1300, 1303 -> 1339, 1336; 384 1603, 1590 -> 1539,
+        # 1541; 400 1614, 1643 -> 1554, 1589.
         return (itemsize == 2 and self.streams == 1 and self.aligned_columns
                 and not self.transposed_output and lanes == COLUMN_LANES
                 and cols == HALF_WHOLE_COLUMN_COLS)
