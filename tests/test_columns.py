@@ -178,6 +178,12 @@ def test_column_kernels_compiled_for_the_form_of_the_rows() -> None:
     assert {1, -1} <= forms
 
 
+def _cuda_warps(be: CudaBackend, layout: RowLayout, p: launcher.Plan, itemsize: int,
+                streams: int = 1) -> int:
+    # The warps ``be`` gives plan ``p`` of ``layout``.
+    return be.for_layout(layout, itemsize, streams).options(p, itemsize)["num_warps"]
+
+
 def _shape(p: launcher.Plan) -> tuple:
     return p.variant, p.block_m, p.block_n, p.n_splits
 
@@ -232,8 +238,7 @@ def test_cuda_2_byte_rows_of_257_to_512_whole_on_4_warps() -> None:
     def plan_of(shape: tuple[int, ...], itemsize: int, streams: int = 1) -> tuple:
         layout = _contiguous_layout(shape, 1)
         p = launcher.plan(layout, itemsize, 132, be, streams=streams)
-        warps = be.for_layout(layout, itemsize, streams).options(p, itemsize)["num_warps"]
-        return (*_shape(p), warps)
+        return (*_shape(p), _cuda_warps(be, layout, p, itemsize, streams))
 
     for shape in ((128, 333, 1024), (256, 257, 512), (64, 352, 512),  # many groups
                   (16, 400, 1024), (8, 512, 2048), (1, 300, 64)):  # few groups
@@ -276,7 +281,7 @@ def test_cuda_2_byte_forward_column_tiles_hold_64_elements_a_thread() -> None:
                                             (narrow, 2, 1, 32), (dim1, 4, 1, 32),
                                             (dim1, 2, 2, 32), (transposed, 4, 1, 32)):
         p = launcher.plan(layout, itemsize, 132, be, streams=streams)
-        warps = be.for_layout(layout, itemsize, streams).options(p, itemsize)["num_warps"]
+        warps = _cuda_warps(be, layout, p, itemsize, streams)
         elems = p.block_m * p.block_n * streams // (32 * warps)
         assert p.variant == "cols" and (elems == most or most == 32 and elems <= 32), (
             layout, itemsize, streams, p, warps)
@@ -421,7 +426,7 @@ def test_cuda_forward_column_tiles_of_short_rows_take_few_warps(
     layout = _contiguous_layout(shape, dim, transposed)
     p = launcher.plan(layout, itemsize, 132, be, streams=streams)
     assert p.variant == "cols" and p.n_splits == 1 and p.block_n >= layout.n_cols, p
-    assert be.for_layout(layout, itemsize, streams).options(p, itemsize)["num_warps"] == warps
+    assert _cuda_warps(be, layout, p, itemsize, streams) == warps
 
 
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
@@ -448,7 +453,7 @@ def test_whole_column_tiles_of_2_byte_rows(kernel_device: str, dtype: torch.dtyp
         layout = row_layout(x.shape, dim % x.dim(), x.stride(), y.stride())
         p = launcher.plan(layout, 2, launcher.core_count(0), be)
         assert p.variant == "cols" and p.block_n >= layout.n_cols, p
-        assert be.for_layout(layout, 2).options(p, 2)["num_warps"] == warps, p
+        assert _cuda_warps(be, layout, p, 2) == warps, p
 
 
 #: (shape, transposed, CUDA's float32 and bfloat16 forward plans as (block_m, n_splits)): rows

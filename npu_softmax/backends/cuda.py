@@ -875,6 +875,11 @@ class CudaBackend(Backend):
             return HALF_COLUMN_FEW_WARPS
         return 4
 
+    def _aligned_interleaved_forward(self) -> bool:
+        # The forward of interleaved rows whose runs are aligned vectors, output interleaved
+        # too (not a transposed input): the layouts the ``cols`` warp rules below serve.
+        return self.streams == 1 and self.aligned_columns and not self.transposed_output
+
     def _half_whole_columns(self, itemsize: int, lanes: int, cols: int) -> bool:
         # 2-byte 32x512 tiles of the forward, aligned runs (``HALF_WHOLE_COLUMN_COLS``).
         # Through the API on the H100 (2026-11-28, forty-sixth session, docs/tuning.md), the
@@ -887,8 +892,7 @@ class CudaBackend(Backend):
         # 1410 -> 1442, 1448; 384 1532, 1563 -> 1578, 1574; 400 +0-3%; 448-500 -1-4%; 512 1938,
         # 1936 -> 1883, 1883; fp16 N = 300 1300, 1303 -> 1339, 1336; 384 1603, 1590 -> 1539,
         # 1541; 400 1614, 1643 -> 1554, 1589.
-        return (itemsize == 2 and self.streams == 1 and self.aligned_columns
-                and not self.transposed_output and lanes == COLUMN_LANES
+        return (itemsize == 2 and self._aligned_interleaved_forward() and lanes == COLUMN_LANES
                 and cols == HALF_WHOLE_COLUMN_COLS)
 
     def _short_columns(self, plan: Plan, itemsize: int) -> bool:
@@ -908,8 +912,8 @@ class CudaBackend(Backend):
         # keep the 2-byte rule. In the same labs float32 rows of 33-64 lanes lost on 2 warps
         # (32x64x4096 2433 -> 2372), as did runs not whole vectors (512x13x1000 2098 -> 1813);
         # the twenty-fifth session had found float32 tiles of up to 128 lanes on 2 warps mixed.
-        if not (itemsize in (2, 4) and self.streams == 1 and self.aligned_columns
-                and not self.transposed_output and plan.block_n <= SHORT_COLUMN_LANES):
+        if not (itemsize in (2, 4) and self._aligned_interleaved_forward()
+                and plan.block_n <= SHORT_COLUMN_LANES):
             return False
         return (itemsize == 4 or plan.block_n >= SHORT_HALF_COLUMN_MIN_LANES
                 or plan.block_m * plan.block_n < COLUMN_TILE_ELEMS)
