@@ -312,15 +312,20 @@ def test_cuda_float32_transposed_rows_whole_in_narrow_groups(
     ((2048, 1280), (16, 2048, 1)),  # 80 groups: at least half the SMs
     ((1025, 4096), (16, 2048, 1)),
     ((2048, 1024), (8, 2048, 1)),  # 64 groups of 16 rows would be under half the SMs
-    ((1000, 8192), (8, 1024, 1)),  # rows of up to 1024 keep 8-row groups
+    ((1000, 16384), (16, 1024, 1)),  # 1024 groups of 16 rows of 897-1024: 4 an SM or more
+    ((897, 12288), (16, 1024, 1)),
+    ((896, 16384), (8, 1024, 1)),  # shorter rows keep 8-row groups
+    ((1000, 8192), (8, 1024, 1)),  # 512 groups of 16 rows would be under 4 an SM
+    ((1000, 4096 * 33), (32, 256, 1)),  # 32-row groups not split: looped, as before
     ((2048, 1000), (64, 128, 16)),  # runs not whole vectors: split 64-row groups
 ])
 def test_cuda_float32_rows_of_up_to_2048_whole_in_16_row_groups(
         shape: tuple[int, int], plan: tuple[int, int, int]) -> None:
-    """On CUDA the float32 forward holds interleaved rows of 1025-2048 elements (dim 0 of a
-    matrix) whole in groups of 16 rows, a tile of 32768 elements, where 32-row groups would be
-    split, their runs are aligned and the 16-row groups number at least half the SMs. The
-    backward keeps its plans (no 16-row float32 groups)."""
+    """On CUDA the float32 forward holds interleaved rows (dim 0 of a matrix) whole in groups
+    of 16 rows where 32-row groups would be split and their runs are aligned: rows of
+    1025-2048 elements in a tile of 32768 where the 16-row groups number at least half the
+    SMs, rows of 897-1024 in a tile of 16384 where they number at least 4 an SM. The backward
+    keeps its plans (no 16-row float32 groups)."""
     be = CudaBackend("cuda", 90)
     layout = _contiguous_layout(shape, 0)
     assert _shape(launcher.plan(layout, 4, 132, be)) == ("cols", *plan)
@@ -357,6 +362,8 @@ def test_cuda_looped_rows_in_64_row_groups(shape: tuple[int, ...], dim: int,
 FOUR_CORE_CASES = [
     # 16-row groups holding rows of up to 2048 whole in one tile (2048x2048 on 132 SMs).
     ((1100, 64), (16, 2048, 1), (16, 2048, 1)),
+    # 16-row groups holding rows of 897-1024 whole (1000x16384 on 132 SMs).
+    ((900, 256), (16, 1024, 1), (32, 1024, 1)),
     # Rows of 4096, runs of 60 elements (not aligned vectors): one 64-row group looped in
     # 64x128 tiles, split 8 ways in float32 and 16 in 2-byte.
     ((4096, 60), (64, 128, 8), (64, 128, 16)),

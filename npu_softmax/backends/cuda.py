@@ -305,6 +305,17 @@ SPLIT_WHOLE_LANES = {4: 8, 2: 32}
 #: up to 1024 were mixed (dim 0 of 1024x16384 1.09x, dim 1 of 4x1024x1024 0.97x), and 32 such
 #: groups lost (dim 0 of 2048x512 781 -> 680).
 FLOAT_WIDE_WHOLE_LANES = 16
+#: ... and such groups of rows of ``FLOAT_WIDE_SHORT_MIN_COLS``-1024 elements (tiles of 16x1024,
+#: 64-byte runs where 8-row groups have 32) where those groups number at least
+#: ``split_items_per_core`` an SM. Through the API on the H100 (2026-11-28, forty-seventh session,
+#: docs/tuning.md), one process, two runs, eager best of 3, against 8-row groups: dim 0 of
+#: 1000x16384 1987, 1990 -> 2188, 2174 GB/s, 1024x16384 1981, 1971 -> 2188, 2185, 1000x12288 1936,
+#: 1937 -> 2044, 2047, 900x12288 1913, 1890 -> 1959, 1959, dim 1 of 16x1000x1024 2114, 2115 ->
+#: 2281, 2263. Rows of 520-777 lost (dim 0 of 520x16384 1734 -> 1551, 700x8192 1673 -> 1562,
+#: dim 1 of 64x600x256 1919 -> 1738; 777x16384 level), and fewer groups gained 0-2% (1000x8192,
+#: 512 groups: 1824 -> 1852) or lost in CUDA graphs (1024x4096, 256: 1960 -> 1842).
+FLOAT_WIDE_SHORT_COLS = 1024
+FLOAT_WIDE_SHORT_MIN_COLS = 897
 #: The float32 forward's interleaved rows whose runs are not aligned vectors, too long for any
 #: group to hold whole, in groups of this many rows (runs of 256 bytes; in chunks of
 #: ``COLUMN_CHUNK_ELEMS``, tiles of 64x128) where 32-row groups would be split, split for
@@ -585,14 +596,25 @@ class CudaBackend(Backend):
             if self.aligned_columns:
                 if lanes <= SPLIT_WHOLE_LANES.get(itemsize, 0):
                     return elems <= SPLIT_WHOLE_CHUNK_ELEMS
-                if (itemsize == 4 and lanes == FLOAT_WIDE_WHOLE_LANES
-                        and elems == SPLIT_WHOLE_CHUNK_ELEMS and 2 * groups >= n_cores):
+                if self._float_wide_whole(itemsize, lanes, cols, groups, n_cores, n_cols):
                     return True
             elif (itemsize == 4 and lanes == FLOAT_WIDE_WHOLE_LANES
                   and elems <= UNALIGNED_FLOAT_WHOLE_CHUNK_ELEMS):
                 return True
         return super().column_holds_whole(itemsize, lanes, cols, split, groups, n_cores,
                                           n_cols)
+
+    def _float_wide_whole(self, itemsize: int, lanes: int, cols: int, groups: int,
+                          n_cores: int, n_cols: int) -> bool:
+        # Float32 16-row groups of aligned runs holding their rows whole where 32-row groups
+        # would be split: rows of 1025-2048 (``FLOAT_WIDE_WHOLE_LANES``) and of 897-1024
+        # (``FLOAT_WIDE_SHORT_COLS``), each where such groups are many enough.
+        if itemsize != 4 or lanes != FLOAT_WIDE_WHOLE_LANES:
+            return False
+        if lanes * cols == SPLIT_WHOLE_CHUNK_ELEMS:
+            return 2 * groups >= n_cores
+        return (cols == FLOAT_WIDE_SHORT_COLS and n_cols >= FLOAT_WIDE_SHORT_MIN_COLS
+                and groups >= self.split_items_per_core * n_cores)
 
     def column_loop_groups(self, itemsize: int, split: bool) -> tuple[int, int, int]:
         if split and self.streams == 1 and not self.transposed_output:
