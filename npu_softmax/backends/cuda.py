@@ -592,7 +592,7 @@ class CudaBackend(Backend):
         if self._transposed_float_forward(itemsize) and lanes <= TRANSPOSED_WHOLE_LANES:
             few = groups < n_cores and lanes > TRANSPOSED_FLOAT_MIN_LANES
             return elems <= (FEW_GROUPS_CHUNK_ELEMS if few else SPLIT_WHOLE_CHUNK_ELEMS)
-        if split and self.streams == 1 and not self.transposed_output:
+        if split and self._interleaved_forward():
             if self.aligned_columns:
                 if lanes <= SPLIT_WHOLE_LANES.get(itemsize, 0):
                     return elems <= SPLIT_WHOLE_CHUNK_ELEMS
@@ -617,7 +617,7 @@ class CudaBackend(Backend):
                 and groups >= self.split_items_per_core * n_cores)
 
     def column_loop_groups(self, itemsize: int, split: bool) -> tuple[int, int, int]:
-        if split and self.streams == 1 and not self.transposed_output:
+        if split and self._interleaved_forward():
             if itemsize == 4 and not self.aligned_columns:
                 return LOOPED_LANES, LOOPED_FLOAT_SPLIT_ITEMS, 0
             if itemsize == 2:
@@ -897,10 +897,14 @@ class CudaBackend(Backend):
             return HALF_COLUMN_FEW_WARPS
         return 4
 
+    def _interleaved_forward(self) -> bool:
+        # The forward of interleaved rows whose output is interleaved too (not a transposed
+        # input's): the layouts the ``cols`` group rules above serve.
+        return self.streams == 1 and not self.transposed_output
+
     def _aligned_interleaved_forward(self) -> bool:
-        # The forward of interleaved rows whose runs are aligned vectors, output interleaved
-        # too (not a transposed input): the layouts the ``cols`` warp rules below serve.
-        return self.streams == 1 and self.aligned_columns and not self.transposed_output
+        # ... whose runs are aligned vectors: the layouts the ``cols`` warp rules below serve.
+        return self._interleaved_forward() and self.aligned_columns
 
     def _half_whole_columns(self, itemsize: int, lanes: int, cols: int) -> bool:
         # 2-byte 32x512 tiles of the forward, aligned runs (``HALF_WHOLE_COLUMN_COLS``).
