@@ -308,12 +308,13 @@ FLOAT_WIDE_WHOLE_LANES = 16
 #: ... and such groups of rows of ``FLOAT_WIDE_SHORT_MIN_COLS``-1024 elements (tiles of 16x1024,
 #: 64-byte runs where 8-row groups have 32) where those groups number at least
 #: ``split_items_per_core`` an SM. Through the API on the H100 (2026-11-28, forty-seventh session,
-#: docs/tuning.md), one process, two runs, eager best of 3, against 8-row groups: dim 0 of
-#: 1000x16384 1987, 1990 -> 2188, 2174 GB/s, 1024x16384 1981, 1971 -> 2188, 2185, 1000x12288 1936,
-#: 1937 -> 2044, 2047, 900x12288 1913, 1890 -> 1959, 1959, dim 1 of 16x1000x1024 2114, 2115 ->
-#: 2281, 2263. Rows of 520-777 lost (dim 0 of 520x16384 1734 -> 1551, 700x8192 1673 -> 1562,
-#: dim 1 of 64x600x256 1919 -> 1738; 777x16384 level), and fewer groups gained 0-2% (1000x8192,
-#: 512 groups: 1824 -> 1852) or lost in CUDA graphs (1024x4096, 256: 1960 -> 1842).
+#: docs/tuning.md), the package before and after in two processes each, eager best of 3, against
+#: 8-row groups: dim 0 of 1000x16384 1983, 1991 -> 2157, 2155 GB/s, 1024x16384 1993, 1995 ->
+#: 2171, 2166, 1000x12288 1900, 1921 -> 2025, 2025, 900x12288 1863, 1896 -> 1943, 1913, dim 1 of
+#: 16x1000x1024 2112, 2118 -> 2272, 2267, 4x1000x4096 2078, 2063 -> 2235, 2231. In a lab of the
+#: same tiles rows of 520-777 lost (dim 0 of 520x16384 1734 -> 1551, 700x8192 1673 -> 1562, dim
+#: 1 of 64x600x256 1919 -> 1738; 777x16384 level), and fewer groups gained 0-2% (1000x8192, 512
+#: groups: 1824 -> 1852) or lost in CUDA graphs (1024x4096, 256: 1960 -> 1842).
 FLOAT_WIDE_SHORT_COLS = 1024
 FLOAT_WIDE_SHORT_MIN_COLS = 897
 #: The float32 forward's interleaved rows whose runs are not aligned vectors, too long for any
