@@ -594,24 +594,23 @@ class CudaBackend(Backend):
             few = groups < n_cores and lanes > TRANSPOSED_FLOAT_MIN_LANES
             return elems <= (FEW_GROUPS_CHUNK_ELEMS if few else SPLIT_WHOLE_CHUNK_ELEMS)
         if split and self._interleaved_forward():
-            if self.aligned_columns:
-                if lanes <= SPLIT_WHOLE_LANES.get(itemsize, 0):
-                    return elems <= SPLIT_WHOLE_CHUNK_ELEMS
-                if self._float_wide_whole(itemsize, lanes, cols, groups, n_cores, n_cols):
-                    return True
-            elif (itemsize == 4 and lanes == FLOAT_WIDE_WHOLE_LANES
-                  and elems <= UNALIGNED_FLOAT_WHOLE_CHUNK_ELEMS):
+            if self.aligned_columns and lanes <= SPLIT_WHOLE_LANES.get(itemsize, 0):
+                return elems <= SPLIT_WHOLE_CHUNK_ELEMS
+            if self._float_wide_whole(itemsize, lanes, cols, groups, n_cores, n_cols):
                 return True
         return super().column_holds_whole(itemsize, lanes, cols, split, groups, n_cores,
                                           n_cols)
 
     def _float_wide_whole(self, itemsize: int, lanes: int, cols: int, groups: int,
                           n_cores: int, n_cols: int) -> bool:
-        # Float32 16-row groups of aligned runs holding their rows whole where 32-row groups
-        # would be split: rows of 1025-2048 (``FLOAT_WIDE_WHOLE_LANES``) and of 897-1024
+        # Float32 16-row groups holding their rows whole where 32-row groups would be split:
+        # runs that are not aligned vectors in chunks of ``UNALIGNED_FLOAT_WHOLE_CHUNK_ELEMS``;
+        # aligned runs, rows of 1025-2048 (``FLOAT_WIDE_WHOLE_LANES``) and of 897-1024
         # (``FLOAT_WIDE_SHORT_COLS``), each where such groups are many enough.
         if itemsize != 4 or lanes != FLOAT_WIDE_WHOLE_LANES:
             return False
+        if not self.aligned_columns:
+            return lanes * cols <= UNALIGNED_FLOAT_WHOLE_CHUNK_ELEMS
         if lanes * cols == SPLIT_WHOLE_CHUNK_ELEMS:
             return 2 * groups >= n_cores
         return (cols == FLOAT_WIDE_SHORT_COLS and n_cols >= FLOAT_WIDE_SHORT_MIN_COLS
