@@ -4,6 +4,7 @@
 machine with neither, ``TRITON_INTERPRET=1`` is set here, before Triton is imported, so ``cpu``
 runs the Triton kernels under Triton's interpreter; next to a GPU or NPU, ``cpu`` tests the
 documented ``torch.softmax`` fallback (run with ``TRITON_INTERPRET=1`` to interpret instead).
+Interpreted runs skip the interpreter's repeated language patching (``_interpreter.py``).
 """
 
 from __future__ import annotations
@@ -26,6 +27,10 @@ DEVICES = [d for d, present in (("npu", _npu_available()), ("cuda", torch.cuda.i
            if present] + ["cpu"]
 if DEVICES == ["cpu"]:
     os.environ.setdefault("TRITON_INTERPRET", "1")
+if os.environ.get("TRITON_INTERPRET") == "1":
+    from _interpreter import skip_repeated_patching
+
+    skip_repeated_patching()
 
 
 @pytest.fixture(params=DEVICES)
