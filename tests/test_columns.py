@@ -376,19 +376,14 @@ def test_groups_of_the_h100_plans_on_four_cores(kernel_device: str, four_cores: 
                                                 dtype: torch.dtype, case: tuple) -> None:
     """Dim 0 of matrices planned for 4 cores (on CUDA as the H100 plans larger tensors:
     ``FOUR_CORE_CASES``), softmax and log_softmax into NaN-poisoned outputs and the gradient
-    on every kernel device. The interpreter, whose own plans loop these shapes in small chunks
-    (7 s a call on the CPU), runs the softmax only: the other calls of its plans run on small
-    shapes in the tests above."""
+    on every kernel device."""
     shape, *cuda_plans = case
     x = _input(shape, False, dtype, kernel_device)
-    calls = ((npu_softmax.softmax, False), (npu_softmax.log_softmax, True))
-    interpreted = launcher.target().interpreter
-    for fn, log in calls[:1] if interpreted else calls:
+    for fn, log in ((npu_softmax.softmax, False), (npu_softmax.log_softmax, True)):
         y = torch.full(x.shape, float("nan"), dtype=dtype, device=kernel_device)
         fn(x, 0, out=y)
         assert_close(y, reference(x, 0, log=log), dtype)
-    if not interpreted:
-        _check_gradient(x, 0)
+    _check_gradient(x, 0)
     be = launcher.backend()
     if isinstance(be, CudaBackend) and be.name == "cuda":
         p = launcher.plan(row_layout(x.shape, 0, x.stride(), x.stride()), x.element_size(), 4,
