@@ -96,6 +96,23 @@ def test_cuda_windows_short_misaligned_tiles_and_looped_rows(dtype: torch.dtype,
     assert p.variant == "split" and got == vec
 
 
+def test_cuda_float32_forward_tiles_of_rows_of_up_to_24_read_them_as_they_are() -> None:
+    """Float32 rows of up to 24 elements that windows would fit go in the forward's tiles
+    element by element (``PLAIN_FLOAT_TILE_COLS``): faster on the H100. Rows of 25 and more,
+    and the backward's tiles, keep their windows."""
+    be = CudaBackend("cuda", 90)
+    for cols in (5, 9, 13, 17, 23, 25, 29, 33, 61):
+        layout = row_layout((65536, cols), 1, (cols, 1), (cols, 1))
+        p, got = _vec(be, (65536, cols), 4)
+        assert (p.variant, p.block_m > 1, got) == ("tile", True, 1 if cols <= 24 else 4), cols
+        back = launcher.plan(layout, 4, 132, be, streams=2)
+        assert back.variant == "tile" and back.block_m > 1, cols
+        assert be.for_layout(layout, 4, 2).window_vec(layout, back, 4) == 4, cols
+    # Slices of longer rows too; 2-byte rows keep theirs (bf16 rows of 17 in 32 lanes).
+    assert _vec(be, (65536, 20), 4, strides=(29, 1))[1] == 1
+    assert _vec(be, (65536, 17), 2)[1] == 8
+
+
 def test_windows_off_on_ascend_on_wherever_they_apply_under_the_interpreter() -> None:
     for variant in ("tile", "online", "split"):
         assert _vec(AscendBackend("Ascend910B3"), (64, 3001), 2, variant=variant)[1] == 1

@@ -75,8 +75,16 @@ UNALIGNED_FLOAT_TILE_ELEMS = 2048
 HINTED_FLOAT_TILE_LANES = 256
 HINTED_FLOAT_TILE_ELEMS = 2048
 #: Widest block of a tile row read through aligned windows, by input element size (others: none;
-#: nor float32 rows of 512-lane blocks, ``CudaBackend.windows``).
+#: nor float32 rows of 512-lane blocks, ``CudaBackend.windows``; nor the forward's float32 rows
+#: of up to ``PLAIN_FLOAT_TILE_COLS``, ``CudaBackend.window_vec``).
 WINDOW_TILE_LANES = {4: 1024, 2: 128}
+#: Float32 rows of up to 24 elements go in the forward's tiles as they are, element by element:
+#: their windows cost more lanes and index work than the vector loads save. Through the API on
+#: the H100 (2026-11-28, forty-eighth session, docs/tuning.md), windows against none, best of 3,
+#: tensors of 16/64/128 MB: rows of 5 1247 -> 1359, 2088 -> 2354 (128 MB) GB/s; 9 1147 -> 1266,
+#: 1931 -> 2262; 13 2331 -> 2418; 17 1115 -> 1190, 1590 -> 1797, 1834 -> 2036; 21 1794 -> 1921;
+#: 23 2206 -> 2279. Rows of 25-29 (32-lane blocks too) were level to 6% slower so.
+PLAIN_FLOAT_TILE_COLS = 24
 #: Lanes of the 2-byte rows that are not 16-byte aligned (or held as a head and a tail) which
 #: the forward runs one to a program, with one warp: more than 256 and at most 1024 (head and
 #: tail included), ...
@@ -467,6 +475,12 @@ class CudaBackend(Backend):
         if self.streams == 1 and itemsize == 4 and block_n == ALIGNED_FLOAT_ROW_BLOCK_LANES:
             return ALIGNED_FLOAT_ROW_BLOCKS
         return 4
+
+    def window_vec(self, layout: RowLayout, plan: Plan, itemsize: int) -> int:
+        if (itemsize == 4 and self.streams == 1 and plan.variant == "tile" and plan.block_m > 1
+                and layout.n_cols <= PLAIN_FLOAT_TILE_COLS):
+            return 1
+        return super().window_vec(layout, plan, itemsize)
 
     def windows(self, plan: Plan, itemsize: int) -> bool:
         # Tiles of several rows through windows: float32 rows of up to 1024 elements, through
