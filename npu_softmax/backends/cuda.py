@@ -477,6 +477,8 @@ class CudaBackend(Backend):
         return 4
 
     def window_vec(self, layout: RowLayout, plan: Plan, itemsize: int) -> int:
+        # The row length decides this one (``PLAIN_FLOAT_TILE_COLS``), so it sits here rather
+        # than in ``windows``, which sees the plan's blocks only.
         if (itemsize == 4 and self.streams == 1 and plan.variant == "tile" and plan.block_m > 1
                 and layout.n_cols <= PLAIN_FLOAT_TILE_COLS):
             return 1
