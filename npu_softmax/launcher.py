@@ -83,6 +83,12 @@ def _serves_type(device_type: str) -> bool:
 
 
 @functools.cache
+def device_backend(device_index: int) -> Backend:
+    """The sizing rules of the active target for one of its devices (``Backend.for_device``)."""
+    return backend().for_device(device_index)
+
+
+@functools.cache
 def core_count(device_index: int) -> int:
     """Cores of one device (SMs, vector cores; a few programs under the interpreter)."""
     return backend().core_count(device_index)
@@ -403,8 +409,8 @@ def prepare_softmax(x_dtype: torch.dtype, y_dtype: torch.dtype, device: torch.de
     """The ``Launch`` of ``launch_softmax`` for inputs of ``x_dtype`` and outputs of ``y_dtype``
     on ``device`` laid out as ``layout``, without running it. Operands: ``(x, y)``."""
     itemsize = max(x_dtype.itemsize, y_dtype.itemsize)
-    be = backend().for_layout(layout, itemsize)
     device_index = device.index or 0
+    be = device_backend(device_index).for_layout(layout, itemsize)
     p = plan(layout, itemsize, core_count(device_index), be, variant)
     options = be.options(p, itemsize)
     if p.variant == "cols":
@@ -530,8 +536,8 @@ def prepare_softmax_backward(dy_dtype: torch.dtype, y_dtype: torch.dtype, dx_dty
     """The ``Launch`` of ``launch_softmax_backward`` for tensors of these dtypes on ``device``
     laid out as ``layout``, without running it. Operands: ``(dy, y, dx)``."""
     itemsize = max(dy_dtype.itemsize, y_dtype.itemsize, dx_dtype.itemsize)
-    be = backend().for_layout(layout, itemsize, streams=2)
     device_index = device.index or 0
+    be = device_backend(device_index).for_layout(layout, itemsize, streams=2)
     p = plan(layout, itemsize, core_count(device_index), be, variant, streams=2)
     options = be.options(p, itemsize)
     if p.variant == "cols":

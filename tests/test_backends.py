@@ -10,6 +10,7 @@ import triton
 
 from npu_softmax import _compat, kernels, kernels_backward, kernels_cols, launcher
 from npu_softmax.backends import AscendBackend, CudaBackend, InterpreterBackend, for_target
+from npu_softmax.backends.cuda import FAST_MEMORY_BYTES_PER_SM, memory_bytes_per_sm
 from npu_softmax.layout import RowLayout, row_layout
 
 
@@ -24,6 +25,14 @@ def _cuda_forward(layout: RowLayout, itemsize: int) -> tuple[launcher.Plan, Cuda
     whose ``options`` give the plan's warps."""
     be = CudaBackend("cuda", 90)
     return launcher.plan(layout, itemsize, 132, be), be.for_layout(layout, itemsize)
+
+
+def _plan_launches_by(monkeypatch: pytest.MonkeyPatch, be: CudaBackend) -> None:
+    """Launches on CUDA device 0 planned by ``be`` for 132 SMs, without a GPU (nothing is
+    launched)."""
+    monkeypatch.setattr(launcher, "backend", lambda: be)
+    monkeypatch.setattr(launcher, "device_backend", lambda device_index: be)
+    monkeypatch.setattr(launcher, "core_count", lambda device_index: 132)
 
 
 @pytest.mark.parametrize("name,arch,hopper_or_later", [
@@ -377,8 +386,7 @@ def test_launches_compile_with_the_options_of_their_rows(monkeypatch: pytest.Mon
     other options never shares its cached grid size. Planned for CUDA without a GPU: nothing
     is launched."""
     be = CudaBackend("cuda", 90)
-    monkeypatch.setattr(launcher, "backend", lambda: be)
-    monkeypatch.setattr(launcher, "core_count", lambda device_index: 132)
+    _plan_launches_by(monkeypatch, be)
     device = torch.device("cuda", 0)
     for n_cols in (202, 208):
         layout = _contiguous(65536, n_cols)
@@ -405,8 +413,7 @@ def test_rows_of_whole_vectors_are_stated_aligned(monkeypatch: pytest.MonkeyPatc
     of 129-512), as rows of odd length do; Ascend gets 1
     always. Planned for CUDA without a GPU: nothing is launched."""
     be = CudaBackend("cuda", 90)
-    monkeypatch.setattr(launcher, "backend", lambda: be)
-    monkeypatch.setattr(launcher, "core_count", lambda device_index: 132)
+    _plan_launches_by(monkeypatch, be)
     dtype = {2: torch.bfloat16, 4: torch.float32, 8: torch.float64}[itemsize]
     for n_rows in (4096, 8):  # the split variant too
         layout = _contiguous(n_rows, n_cols)
@@ -527,6 +534,65 @@ def test_cuda_2_byte_rows_longer_than_16384_run_online(n_cols: int) -> None:
     assert launcher.plan(layout, 4, 132, be).variant == "tile"
     assert launcher.plan(_contiguous(120, n_cols), 2, 132, be).variant == "tile"
     assert launcher.plan(_contiguous(4096, 16384), 2, 132, be).variant == "tile"
+
+
+#: The Triton driver's properties of an H100 SXM and of the lent H200 (memory clock in kHz and
+#: bus width in bits, as CUDA reports them; the H200's read there on 2026-11-28).
+H100 = {"multiprocessor_count": 132, "mem_clock_rate": 2619000, "mem_bus_width": 5120}
+H200 = {"multiprocessor_count": 132, "mem_clock_rate": 3201000, "mem_bus_width": 6016}
+
+
+def test_cuda_memory_bytes_per_sm() -> None:
+    """Peak DRAM bytes a second per SM from a driver's properties: the H200's (4.8 TB/s) past
+    the line of fast memory, the H100's (3.35 TB/s) under it; 0 where the driver does not say."""
+    assert memory_bytes_per_sm(H200) == pytest.approx(4.814e12 / 132, rel=1e-3)
+    assert memory_bytes_per_sm(H100) == pytest.approx(3.352e12 / 132, rel=1e-3)
+    assert memory_bytes_per_sm(H200) > FAST_MEMORY_BYTES_PER_SM > memory_bytes_per_sm(H100)
+    assert memory_bytes_per_sm({"multiprocessor_count": 132}) == 0
+
+
+@pytest.mark.parametrize("props,fast", [(H100, False), (H200, True)], ids=["h100", "h200"])
+def test_cuda_plans_for_the_memory_of_the_device(monkeypatch: pytest.MonkeyPatch,
+                                                  props: dict[str, int], fast: bool) -> None:
+    """CUDA's rules for a device (``for_device``) follow its memory, its rows' rules keep that
+    (``for_layout``), and a launch is planned by the device's rules: 4096 float32 rows of 20001
+    elements run online on the H200, one block a row on the H100. Planned without a GPU:
+    nothing is launched."""
+    monkeypatch.setattr(_compat, "device_properties", lambda index: props)
+    be = CudaBackend("cuda", 90).for_device(0)
+    assert be.fast_memory is fast
+    layout = _contiguous(4096, 20001)
+    assert be.for_layout(layout, 4).fast_memory is fast
+    _plan_launches_by(monkeypatch, be)
+    launch = launcher.prepare_softmax(torch.float32, torch.float32, torch.device("cuda", 0),
+                                      layout)
+    assert launch.plan.variant == ("online" if fast else "tile")
+    assert AscendBackend("Ascend910B3").for_device(0) == AscendBackend("Ascend910B3")
+
+
+@pytest.mark.parametrize("n_cols,chunk,last", [
+    (16385, 8192, 0), (16400, 8192, 1024), (20001, 8192, 4096), (22000, 8192, 0),
+    (24576, 8192, 0), (24577, 16384, 0), (26000, 16384, 0), (30001, 16384, 0),
+    (32768, 16384, 0)])
+def test_cuda_float32_rows_of_16385_to_32768_run_online_on_fast_memory(
+        n_cols: int, chunk: int, last: int) -> None:
+    """On a GPU of fast memory, the forward's float32 rows of 16385-32768 elements, at least as
+    many as SMs, run the online kernel on 16 warps, in chunks of 8192 up to 24576 elements and
+    of 16384 above; elsewhere, and in the backward, a row of up to 16384 elements, fewer rows
+    and 2-byte rows, the plans are as on the H100."""
+    fast, plain = CudaBackend("cuda", 90, fast_memory=True), CudaBackend("cuda", 90)
+    layout = _contiguous(4096, n_cols)
+    p = launcher.plan(layout, 4, 132, fast)
+    assert (p.variant, p.block_n, p.last_n) == ("online", chunk, last)
+    assert fast.for_layout(layout, 4).options(p, 4)["num_warps"] == 16
+    assert launcher.plan(layout, 4, 132, plain).variant == "tile"
+    for itemsize, streams in ((4, 2), (2, 1), (2, 2)):
+        assert (launcher.plan(layout, itemsize, 132, fast, streams=streams)
+                == launcher.plan(layout, itemsize, 132, plain, streams=streams))
+    for rows in (8, 120):
+        assert (launcher.plan(_contiguous(rows, n_cols), 4, 132, fast)
+                == launcher.plan(_contiguous(rows, n_cols), 4, 132, plain))
+    assert launcher.plan(_contiguous(4096, 16384), 4, 132, fast).variant == "tile"
 
 
 @pytest.mark.parametrize("n_cols", [16385, 20001, 32000, 32768])

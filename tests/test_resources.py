@@ -62,7 +62,8 @@ def fresh_kernels(monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
 def _plan_of(shape: tuple[int, int], dtype: torch.dtype, device: str) -> launcher.Plan:
     layout = row_layout(shape, 1, (shape[1], 1), (shape[1], 1))
     index = torch.device(device).index or 0
-    return launcher.plan(layout, dtype.itemsize, launcher.core_count(index), launcher.backend())
+    return launcher.plan(layout, dtype.itemsize, launcher.core_count(index),
+                         launcher.device_backend(index))
 
 
 def test_new_shapes_with_one_key_compile_once(kernel_device: str,
@@ -221,8 +222,9 @@ def test_strided_inputs_allocate_only_the_output(kernel_device: str, variant: st
         n_rows = x.numel() // x.shape[dim]
         layout = row_layout(list(x.shape), dim % x.dim(), list(x.stride()), list(y.stride()))
         assert layout is not None, name
-        p = launcher.plan(layout, 4, launcher.core_count(x.device.index or 0),
-                          launcher.backend(), variant)
+        index = x.device.index or 0
+        p = launcher.plan(layout, 4, launcher.core_count(index), launcher.device_backend(index),
+                          variant)
         if p.variant == "split":
             allowed += _block(2 * n_rows * p.n_splits * 4)
         assert peak <= allowed, f"{name}: {peak} bytes at peak, {allowed} allowed ({p})"

@@ -88,7 +88,7 @@ def test_split_programs_with_several_work_items(kernel_device: str,
     x[1] = float("-inf")
     ref = reference(x, dim)
     layout = row_layout(x.shape, dim, x.stride(), x.stride())
-    p = launcher.plan(layout, 4, launcher.core_count(0), launcher.backend(), variant)
+    p = launcher.plan(layout, 4, launcher.core_count(0), launcher.device_backend(0), variant)
     assert p.n_splits > 1, p
     y = x if in_place else torch.full_like(x, float("nan"))
     softmax(x, dim, variant=variant, out=y)

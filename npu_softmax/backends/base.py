@@ -97,6 +97,11 @@ class Backend:
     def __hash__(self) -> int:
         return hash((type(self), *sorted(vars(self).items())))
 
+    def for_device(self, device_index: int) -> Backend:
+        """The sizing rules for one device of the target (what its properties change); the
+        same for every device here."""
+        return self
+
     def for_layout(self, layout: RowLayout, itemsize: int, streams: int = 1) -> Backend:
         """The sizing rules for rows laid out as ``layout``, of ``itemsize``-byte elements at
         most, read by kernels that take ``streams`` tensors per element (2: the backward's ``y``

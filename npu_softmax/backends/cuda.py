@@ -209,6 +209,16 @@ ALIGNED_WIDE_TAIL_WAVES = 4
 #: 2-byte rows longer than this (a block of 32768) run the online kernel rather than the row
 #: kernel in the forward (``CudaBackend.online_rows``).
 MAX_HALF_TILE_COLS = 16384
+#: DRAM bytes a second per SM (``memory_bytes_per_sm``) from which a GPU counts as one of fast
+#: memory (``CudaBackend.fast_memory``): 36e9 on the lent H200 (4.8 TB/s over 132 SMs), 25e9
+#: on the H100 SXM (3.35 TB/s), where every other rule here was measured.
+FAST_MEMORY_BYTES_PER_SM = 32e9
+#: Longest float32 row the forward holds in the row kernel on a GPU of fast memory: longer ones
+#: run the online kernel (``CudaBackend.online_rows``).
+MAX_FAST_FLOAT_TILE_COLS = 16384
+#: Longest float32 row the forward's online kernel reads in chunks of ``SHORT_HALF_CHUNK``
+#: elements, not 16384, on a GPU of fast memory (``CudaBackend.online_rows``).
+MAX_FAST_FLOAT_SHORT_CHUNK_COLS = 24576
 #: Rows of more than ``MAX_HALF_TILE_COLS`` elements (a block of 32768) that number at most
 #: this fraction of the SMs run the split variant in the forward, rather than one block a row
 #: (``CudaBackend.split_rows``). Through the API on the H100 (2026-11-26, twenty-ninth
@@ -356,6 +366,13 @@ LOOPED_HALF_RANGE_CHUNKS = 2
 TWO_PROGRAM_REGS = 64
 
 
+def memory_bytes_per_sm(props: dict[str, Any]) -> float:
+    """Peak DRAM bytes a second per SM from a Triton driver's device properties (memory clock in
+    kHz, double data rate, bus width in bits); 0 where the driver does not say."""
+    clock_khz, bus_bits = props.get("mem_clock_rate", 0), props.get("mem_bus_width", 0)
+    return 2 * clock_khz * 1e3 * bus_bits / 8 / max(1, props["multiprocessor_count"])
+
+
 def _one_warp_tile_rows(layout: RowLayout, itemsize: int) -> int:
     # Rows of a one-warp tile for the forward's rows that are not 16-byte aligned, elements
     # next to each other (``PADDED_ODD_ROW_MOST_COLS``, ``HALF_ONE_WARP_TILE_ROWS``); 0: none.
@@ -416,7 +433,8 @@ class CudaBackend(Backend):
                  unaligned_rows: bool = False, streams: int = 1,
                  hinted_rows: bool = False, transposed_output: bool = False,
                  aligned_columns: bool = False, strided_rows: bool = False,
-                 one_warp_tile_rows: int = 0, warp_size: int = TUNED_WARP_SIZE) -> None:
+                 one_warp_tile_rows: int = 0, warp_size: int = TUNED_WARP_SIZE,
+                 fast_memory: bool = False) -> None:
         self.name = name
         self.arch = arch
         #: Threads of the target's warps (``GPUTarget.warp_size``).
@@ -444,6 +462,17 @@ class CudaBackend(Backend):
         #: (``PADDED_ODD_ROW_MOST_COLS``) and 2-byte rows that are not 16-byte aligned in short
         #: blocks (``HALF_ONE_WARP_TILE_ROWS``), elements next to each other.
         self.one_warp_tile_rows = one_warp_tile_rows
+        #: A device of fast memory (``FAST_MEMORY_BYTES_PER_SM``, ``for_device``).
+        self.fast_memory = fast_memory
+
+    def for_device(self, device_index: int) -> CudaBackend:
+        fast = (memory_bytes_per_sm(_compat.device_properties(device_index))
+                >= FAST_MEMORY_BYTES_PER_SM)
+        if fast == self.fast_memory:
+            return self
+        return CudaBackend(self.name, self.arch, self.unaligned_rows, self.streams,
+                           self.hinted_rows, self.transposed_output, self.aligned_columns,
+                           self.strided_rows, self.one_warp_tile_rows, self.warp_size, fast)
 
     def for_layout(self, layout: RowLayout, itemsize: int, streams: int = 1) -> CudaBackend:
         unaligned = not layout.vector_rows(itemsize)
@@ -459,7 +488,7 @@ class CudaBackend(Backend):
                 self.aligned_columns, self.strided_rows, self.one_warp_tile_rows):
             return self
         return CudaBackend(self.name, self.arch, unaligned, streams, hinted, transposed, aligned,
-                           strided, one_warp, self.warp_size)
+                           strided, one_warp, self.warp_size, self.fast_memory)
 
     def row_blocks(self, block_n: int, itemsize: int) -> int:
         # Several programs share an SM, so short rows are cut into at least 4 row blocks per
@@ -540,6 +569,19 @@ class CudaBackend(Backend):
         # 4096x20608 2188 -> 2782, 4096x24576 2440 -> 2832, 4096x28672 2658 -> 2880, 4096x32000
         # 2775 -> 2909, 4096x32768 2791 -> 2925, 256x32000 1598 -> 2052, 1024x32000 2394 ->
         # 2524, fp16 4096x32000 2783 -> 2913.
+        if self.fast_memory and self.streams == 1 and itemsize == 4:
+            # On fast memory, float32 rows of more than 16384 elements too (the row kernel holds
+            # them in a block of 32768 on 32 warps, one program an SM, whose loads wait while it
+            # reduces), in chunks of 8192 up to 24576 elements, of 16384 above
+            # (``chunk_elems``). Through the API on the H200 (2026-11-28, forty-ninth session,
+            # docs/tuning.md), one process, two rounds, against the row kernel: 2048x16400 2941
+            # -> 3509 GB/s, 8192x16400 3334 -> 4046, 512x20001 2399 -> 2899, 2048x20001 3089 ->
+            # 3539, 8192x20001 3407 -> 3993, 160x22000 1530 -> 1969, 2048x24576 3689 -> 3878;
+            # in chunks of 16384, 512x26000 2857 -> 3215, 2048x26000 3709 -> 3898, 2048x28672
+            # 3848 -> 3967, 512x32768 3105 -> 3410, 8192x32768 4015 -> 4118; 2048x30001 and
+            # 8192x30001 level (3650 -> 3647, 3886 -> 3897). Chunks of 16384 lost on rows of up
+            # to 24576 (2048x20001 2817), chunks of 8192 on those of 26000 (2048x26000 3626).
+            return n_cols > MAX_FAST_FLOAT_TILE_COLS
         return self.streams == 1 and itemsize == 2 and n_cols > MAX_HALF_TILE_COLS
 
     def split_rows(self, n_rows: int, n_cols: int, n_cores: int) -> bool:
@@ -688,6 +730,10 @@ class CudaBackend(Backend):
                 MAX_SHORT_HALF_CHUNK_COLS if self.unaligned_rows
                 else MAX_ALIGNED_SHORT_HALF_CHUNK_COLS):
             return SHORT_HALF_CHUNK
+        if self.fast_memory and itemsize == 4 and self.streams == 1 and n_cols <= 32768:
+            # Float32 rows of 16385-32768 elements on fast memory (``online_rows``).
+            return (SHORT_HALF_CHUNK if n_cols <= MAX_FAST_FLOAT_SHORT_CHUNK_COLS
+                    else 2 * SHORT_HALF_CHUNK)
         return 32768 if itemsize >= 4 or n_cols > MAX_HALF_CHUNK_COLS else 16384
 
     def core_count(self, device_index: int) -> int:
