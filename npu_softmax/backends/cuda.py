@@ -571,8 +571,8 @@ class CudaBackend(Backend):
         # 2524, fp16 4096x32000 2783 -> 2913.
         if self.fast_memory and self.streams == 1 and itemsize == 4:
             # On fast memory, float32 rows of more than 16384 elements too (the row kernel holds
-            # them in a block of 32768 on 32 warps, one program an SM, whose loads wait while it
-            # reduces), in chunks of 8192 up to 24576 elements, of 16384 above
+            # them in a block of 32768 on 32 warps, one program an SM, which loads nothing while
+            # it reduces a row), in chunks of 8192 up to 24576 elements, of 16384 above
             # (``chunk_elems``). Through the API on the H200 (2026-11-28, forty-ninth session,
             # docs/tuning.md), one process, two rounds, against the row kernel: 2048x16400 2941
             # -> 3509 GB/s, 8192x16400 3334 -> 4046, 512x20001 2399 -> 2899, 2048x20001 3089 ->
@@ -732,8 +732,7 @@ class CudaBackend(Backend):
             return SHORT_HALF_CHUNK
         if self.fast_memory and itemsize == 4 and self.streams == 1 and n_cols <= 32768:
             # Float32 rows of 16385-32768 elements on fast memory (``online_rows``).
-            return (SHORT_HALF_CHUNK if n_cols <= MAX_FAST_FLOAT_SHORT_CHUNK_COLS
-                    else 2 * SHORT_HALF_CHUNK)
+            return SHORT_HALF_CHUNK if n_cols <= MAX_FAST_FLOAT_SHORT_CHUNK_COLS else 16384
         return 32768 if itemsize >= 4 or n_cols > MAX_HALF_CHUNK_COLS else 16384
 
     def core_count(self, device_index: int) -> int:
