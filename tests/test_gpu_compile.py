@@ -40,6 +40,7 @@ if ("amd" if name == "hip" else "nvidia") not in backends:
     sys.exit(3)
 be = CudaBackend(name, arch, warp_size=warp)
 launcher.backend = lambda: be
+launcher.device_backend = lambda device_index: be
 launcher.core_count = lambda device_index: 104
 TYPES = {"float32": "fp32", "bfloat16": "bf16"}
 found = []
