@@ -578,8 +578,8 @@ def test_cuda_float32_rows_of_16385_to_32768_run_online_on_fast_memory(
         n_cols: int, chunk: int, last: int) -> None:
     """On a GPU of fast memory, the forward's float32 rows of 16385-32768 elements, at least as
     many as SMs, run the online kernel on 16 warps, in chunks of 8192 up to 24576 elements and
-    of 16384 above; elsewhere, and in the backward, a row of up to 16384 elements, fewer rows
-    and 2-byte rows, the plans are as on the H100."""
+    of 16384 above. The backward, 2-byte rows, fewer rows than SMs and rows of up to 16384
+    elements keep the plans of other GPUs (the H100's)."""
     fast, plain = CudaBackend("cuda", 90, fast_memory=True), CudaBackend("cuda", 90)
     layout = _contiguous(4096, n_cols)
     p = launcher.plan(layout, 4, 132, fast)
