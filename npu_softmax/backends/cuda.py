@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 from typing import TYPE_CHECKING, Any
 
 import triton
@@ -470,9 +471,9 @@ class CudaBackend(Backend):
                 >= FAST_MEMORY_BYTES_PER_SM)
         if fast == self.fast_memory:
             return self
-        return CudaBackend(self.name, self.arch, self.unaligned_rows, self.streams,
-                           self.hinted_rows, self.transposed_output, self.aligned_columns,
-                           self.strided_rows, self.one_warp_tile_rows, self.warp_size, fast)
+        twin = copy.copy(self)  # every other rule as it is
+        twin.fast_memory = fast
+        return twin
 
     def for_layout(self, layout: RowLayout, itemsize: int, streams: int = 1) -> CudaBackend:
         unaligned = not layout.vector_rows(itemsize)
