@@ -578,21 +578,45 @@ def test_cuda_float32_rows_of_16385_to_32768_run_online_on_fast_memory(
         n_cols: int, chunk: int, last: int) -> None:
     """On a GPU of fast memory, the forward's float32 rows of 16385-32768 elements, at least as
     many as SMs, run the online kernel on 16 warps, in chunks of 8192 up to 24576 elements and
-    of 16384 above. The backward, 2-byte rows, fewer rows than SMs and rows of up to 16384
-    elements keep the plans of other GPUs (the H100's)."""
+    of 16384 above. The backward, fewer rows than SMs and rows of up to 16384 elements keep the
+    plans of other GPUs (the H100's)."""
     fast, plain = CudaBackend("cuda", 90, fast_memory=True), CudaBackend("cuda", 90)
     layout = _contiguous(4096, n_cols)
     p = launcher.plan(layout, 4, 132, fast)
     assert (p.variant, p.block_n, p.last_n) == ("online", chunk, last)
     assert fast.for_layout(layout, 4).options(p, 4)["num_warps"] == 16
     assert launcher.plan(layout, 4, 132, plain).variant == "tile"
-    for itemsize, streams in ((4, 2), (2, 1), (2, 2)):
+    for itemsize, streams in ((4, 2), (2, 2)):
         assert (launcher.plan(layout, itemsize, 132, fast, streams=streams)
                 == launcher.plan(layout, itemsize, 132, plain, streams=streams))
     for rows in (8, 120):
         assert (launcher.plan(_contiguous(rows, n_cols), 4, 132, fast)
                 == launcher.plan(_contiguous(rows, n_cols), 4, 132, plain))
     assert launcher.plan(_contiguous(4096, 16384), 4, 132, fast).variant == "tile"
+
+
+@pytest.mark.parametrize("n_cols,last", [
+    (16385, 0), (20001, 4096), (20481, 0), (21001, 0), (24001, 0), (24577, 0),
+    (26000, 2048), (30001, 0), (32768, 0), (36000, 4096), (40001, 0), (40960, 0)])
+def test_cuda_2_byte_rows_of_up_to_40960_in_short_chunks_on_fast_memory(n_cols: int,
+                                                                        last: int) -> None:
+    """On a GPU of fast memory, the forward's 2-byte rows of 16385-40960 elements, 16-byte
+    aligned or not, run the online kernel in chunks of 8192 on 8 warps (at most 64 registers a
+    thread with a last chunk); longer rows and the backward keep the plans of other GPUs (the
+    H100's, chunks of 16384 from 20481 or 24577 elements)."""
+    fast, plain = CudaBackend("cuda", 90, fast_memory=True), CudaBackend("cuda", 90)
+    layout = _contiguous(4096, n_cols)
+    p = launcher.plan(layout, 2, 132, fast)
+    assert (p.variant, p.block_n, p.last_n) == ("online", 8192, last)
+    options = fast.for_layout(layout, 2).options(p, 2)
+    assert options["num_warps"] == 8 and options.get("maxnreg") == (64 if last else None)
+    if n_cols > 24576:
+        assert launcher.plan(layout, 2, 132, plain).block_n == 16384
+    assert (launcher.plan(layout, 2, 132, fast, streams=2)
+            == launcher.plan(layout, 2, 132, plain, streams=2))
+    for longer in (40961, 45000, 50257):
+        assert (launcher.plan(_contiguous(4096, longer), 2, 132, fast)
+                == launcher.plan(_contiguous(4096, longer), 2, 132, plain))
 
 
 @pytest.mark.parametrize("n_cols", [16385, 20001, 32000, 32768])

@@ -220,6 +220,16 @@ MAX_FAST_FLOAT_TILE_COLS = 16384
 #: Longest float32 row the forward's online kernel reads in chunks of ``SHORT_HALF_CHUNK``
 #: elements, not 16384, on a GPU of fast memory (``CudaBackend.online_rows``).
 MAX_FAST_FLOAT_SHORT_CHUNK_COLS = 24576
+#: Longest 2-byte row the forward's online kernel reads in chunks of ``SHORT_HALF_CHUNK``
+#: elements on 8 warps, 16-byte aligned or not, on a GPU of fast memory (``chunk_elems``).
+#: Through the API on the H200 (2026-11-28, fiftieth session, docs/tuning.md), one process, two
+#: rounds, against chunks of 16384 on 16 warps: bf16 4096x21001 2750 -> 3370 GB/s, 4096x24001
+#: 3063 -> 3637, 4096x24800 2979 -> 3556, 1024x26000 2598 -> 2919, 4096x30001 3253 -> 3546,
+#: 4096x32768 3644 -> 3780, 4096x36000 3304 -> 3520, 4096x38000 3257 -> 3494, 4096x40000 3389
+#: -> 3508, fp16 2048x28672 3221 -> 3507; 4096x40001 and 4096x42000 level (3373 -> 3410, 3373
+#: -> 3397), longer rows lost (4096x45000 3558 -> 3345, 4096x50257 3405 -> 3219, 1024x65536
+#: 3432 -> 2918).
+MAX_FAST_SHORT_HALF_CHUNK_COLS = 5 * SHORT_HALF_CHUNK
 #: Rows of more than ``MAX_HALF_TILE_COLS`` elements (a block of 32768) that number at most
 #: this fraction of the SMs run the split variant in the forward, rather than one block a row
 #: (``CudaBackend.split_rows``). Through the API on the H100 (2026-11-26, twenty-ninth
@@ -726,15 +736,21 @@ class CudaBackend(Backend):
         # of the copy roof for rows of 40000-65536 (72-77% with 8192); 2-byte rows at 16384 up
         # to 81920 elements (86% at 65536, 82-84% with 32768) and at 32768 above; those of up to
         # 20480 elements in the forward at 8192 (``MAX_SHORT_HALF_CHUNK_COLS``), aligned ones
-        # of up to 24576 (``MAX_ALIGNED_SHORT_HALF_CHUNK_COLS``).
-        if itemsize == 2 and self.streams == 1 and n_cols <= (
-                MAX_SHORT_HALF_CHUNK_COLS if self.unaligned_rows
-                else MAX_ALIGNED_SHORT_HALF_CHUNK_COLS):
+        # of up to 24576 (``MAX_ALIGNED_SHORT_HALF_CHUNK_COLS``), all of up to 40960 on fast
+        # memory (``MAX_FAST_SHORT_HALF_CHUNK_COLS``).
+        if itemsize == 2 and self.streams == 1 and n_cols <= self._most_short_half_chunk_cols():
             return SHORT_HALF_CHUNK
         if self.fast_memory and itemsize == 4 and self.streams == 1 and n_cols <= 32768:
             # Float32 rows of 16385-32768 elements on fast memory (``online_rows``).
             return SHORT_HALF_CHUNK if n_cols <= MAX_FAST_FLOAT_SHORT_CHUNK_COLS else 16384
         return 32768 if itemsize >= 4 or n_cols > MAX_HALF_CHUNK_COLS else 16384
+
+    def _most_short_half_chunk_cols(self) -> int:
+        # The forward's 2-byte rows read in chunks of ``SHORT_HALF_CHUNK`` (``chunk_elems``).
+        if self.fast_memory:
+            return MAX_FAST_SHORT_HALF_CHUNK_COLS
+        return (MAX_SHORT_HALF_CHUNK_COLS if self.unaligned_rows
+                else MAX_ALIGNED_SHORT_HALF_CHUNK_COLS)
 
     def core_count(self, device_index: int) -> int:
         return _compat.device_properties(device_index)["multiprocessor_count"]
