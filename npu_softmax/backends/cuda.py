@@ -230,6 +230,22 @@ MAX_FAST_FLOAT_SHORT_CHUNK_COLS = 24576
 #: -> 3397), longer rows lost (4096x45000 3558 -> 3345, 4096x50257 3405 -> 3219, 1024x65536
 #: 3432 -> 2918).
 MAX_FAST_SHORT_HALF_CHUNK_COLS = 5 * SHORT_HALF_CHUNK
+#: On a GPU of fast memory, the forward's 2-byte rows of more than ``MIN_FAST_SMALL_CHUNK_COLS``
+#: elements, up to ``MAX_FAST_SMALL_CHUNK_COLS``, run the online kernel in chunks of
+#: ``FAST_SMALL_CHUNK`` on ``FAST_SMALL_CHUNK_WARPS`` warps rather than the row kernel (a head
+#: of 8192 and a tail on 4 or 8 warps, or one block of 16384 on 16). Through the API on the
+#: H200 (2026-11-28, fiftieth session, docs/tuning.md), one process, two rounds: bf16 4096x9216
+#: 2981-3031 -> 3291-3344 GB/s, 8192x9001 3113-3117 -> 3460-3481, 4096x10001 2960-2965 ->
+#: 3274-3280, 16384x9999 3310-3314 -> 3817-3820, 4096x11001 2700-2703 -> 3273-3277, 4096x12288
+#: 3039-3069 -> 3482-3486, 4096x12345 2906-2930 -> 3314, 4096x13001 3046-3048 -> 3332-3335,
+#: 4096x14001 3176-3206 -> 3386-3388, 1024x12345 2132-2192 -> 2473-2477, fp16 4096x10001
+#: 3024-3025 -> 3339-3342, 4096x12288 3056-3057 -> 3453-3482; level at 15001 (3286-3308 ->
+#: 3315-3338) and 16001 (3419-3445 -> 3390-3411); lost where the tail is short, 4096x8448
+#: 3242-3288 -> 3183-3238, 4096x8200 3433-3522 -> 2841-2885; chunks of 8192 on 8 warps lost
+#: (4096x10001 2823-2832, 4096x12345 2870-2874).
+MIN_FAST_SMALL_CHUNK_COLS = 8704
+MAX_FAST_SMALL_CHUNK_COLS = 15360
+FAST_SMALL_CHUNK, FAST_SMALL_CHUNK_WARPS = 4096, 4
 #: Rows of more than ``MAX_HALF_TILE_COLS`` elements (a block of 32768) that number at most
 #: this fraction of the SMs run the split variant in the forward, rather than one block a row
 #: (``CudaBackend.split_rows``). Through the API on the H100 (2026-11-26, twenty-ninth
@@ -593,7 +609,14 @@ class CudaBackend(Backend):
             # 8192x30001 level (3650 -> 3647, 3886 -> 3897). Chunks of 16384 lost on rows of up
             # to 24576 (2048x20001 2817), chunks of 8192 on those of 26000 (2048x26000 3626).
             return n_cols > MAX_FAST_FLOAT_TILE_COLS
-        return self.streams == 1 and itemsize == 2 and n_cols > MAX_HALF_TILE_COLS
+        if self.streams != 1 or itemsize != 2:
+            return False
+        return n_cols > MAX_HALF_TILE_COLS or self._fast_small_chunk_row(n_cols, itemsize)
+
+    def _fast_small_chunk_row(self, n_cols: int, itemsize: int) -> bool:
+        # The forward's 2-byte rows that fast memory reads in chunks of ``FAST_SMALL_CHUNK``.
+        return (self.fast_memory and self.streams == 1 and itemsize == 2
+                and MIN_FAST_SMALL_CHUNK_COLS < n_cols <= MAX_FAST_SMALL_CHUNK_COLS)
 
     def split_rows(self, n_rows: int, n_cols: int, n_cores: int) -> bool:
         # A few rows of 16385-32768 elements (``SPLIT_FITTING_ROWS_PER_SM``): one 32-warp
@@ -738,6 +761,8 @@ class CudaBackend(Backend):
         # 20480 elements in the forward at 8192 (``MAX_SHORT_HALF_CHUNK_COLS``), aligned ones
         # of up to 24576 (``MAX_ALIGNED_SHORT_HALF_CHUNK_COLS``), all of up to 40960 on fast
         # memory (``MAX_FAST_SHORT_HALF_CHUNK_COLS``).
+        if self._fast_small_chunk_row(n_cols, itemsize):
+            return FAST_SMALL_CHUNK
         if itemsize == 2 and self.streams == 1 and n_cols <= self._most_short_half_chunk_cols():
             return SHORT_HALF_CHUNK
         if self.fast_memory and itemsize == 4 and self.streams == 1 and n_cols <= 32768:
@@ -898,9 +923,11 @@ class CudaBackend(Backend):
         if (plan.variant == "tile" and block_m == 1
                 and self._two_warp_row(block_n + tail_n, itemsize)):
             return 2
-        if (plan.variant == "online" and itemsize == 2 and self.streams == 1
-                and block_n == SHORT_HALF_CHUNK):
-            return 8  # 32 elements a thread (``MAX_SHORT_HALF_CHUNK_COLS``)
+        if plan.variant == "online" and itemsize == 2 and self.streams == 1:
+            if block_n == SHORT_HALF_CHUNK:
+                return 8  # 32 elements a thread (``MAX_SHORT_HALF_CHUNK_COLS``)
+            if block_n == FAST_SMALL_CHUNK and self.fast_memory:
+                return FAST_SMALL_CHUNK_WARPS
         if plan.variant == "tile" and block_m == 1 and block_n >= 4096:
             if block_n == 8192 and not tail_n and self._unaligned_bodies():
                 return UNALIGNED_ROW_8192_WARPS
