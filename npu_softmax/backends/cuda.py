@@ -596,7 +596,7 @@ class CudaBackend(Backend):
         # 4096x20608 2188 -> 2782, 4096x24576 2440 -> 2832, 4096x28672 2658 -> 2880, 4096x32000
         # 2775 -> 2909, 4096x32768 2791 -> 2925, 256x32000 1598 -> 2052, 1024x32000 2394 ->
         # 2524, fp16 4096x32000 2783 -> 2913.
-        if self.fast_memory and self.streams == 1 and itemsize == 4:
+        if self._fast_float_forward(itemsize):
             # On fast memory, float32 rows of more than 16384 elements too (the row kernel holds
             # them in a block of 32768 on 32 warps, one program an SM, which loads nothing while
             # it reduces a row), in chunks of 8192 up to 24576 elements, of 16384 above
@@ -612,6 +612,10 @@ class CudaBackend(Backend):
         if self.streams != 1 or itemsize != 2:
             return False
         return n_cols > MAX_HALF_TILE_COLS or self._fast_small_chunk_row(n_cols, itemsize)
+
+    def _fast_float_forward(self, itemsize: int) -> bool:
+        # The forward's float32 rows on a GPU of fast memory (``MAX_FAST_FLOAT_TILE_COLS``).
+        return self.fast_memory and self.streams == 1 and itemsize == 4
 
     def _fast_small_chunk_row(self, n_cols: int, itemsize: int) -> bool:
         # The forward's 2-byte rows that fast memory reads in chunks of ``FAST_SMALL_CHUNK``.
@@ -765,7 +769,7 @@ class CudaBackend(Backend):
             return FAST_SMALL_CHUNK
         if itemsize == 2 and self.streams == 1 and n_cols <= self._most_short_half_chunk_cols():
             return SHORT_HALF_CHUNK
-        if self.fast_memory and itemsize == 4 and self.streams == 1 and n_cols <= 32768:
+        if self._fast_float_forward(itemsize) and n_cols <= 32768:
             # Float32 rows of 16385-32768 elements on fast memory (``online_rows``).
             return SHORT_HALF_CHUNK if n_cols <= MAX_FAST_FLOAT_SHORT_CHUNK_COLS else 16384
         return 32768 if itemsize >= 4 or n_cols > MAX_HALF_CHUNK_COLS else 16384
