@@ -257,20 +257,22 @@ def test_cuda_tiles_of_1024_single_element_rows_take_8_warps(itemsize: int) -> N
     assert rows.options(p, itemsize)["num_warps"] < 8
 
 
-@pytest.mark.parametrize("n_cols,padded", [(65, True), (69, True), (95, True), (86, False),
-                                           (97, False), (127, False), (129, True), (131, True),
-                                           (169, True), (170, False), (171, False)])
-def test_cuda_float32_tiles_of_padded_odd_rows_go_4_to_a_one_warp_tile(n_cols: int,
-                                                                      padded: bool) -> None:
-    """Float32 rows of odd length up to 96 elements in blocks of 128 lanes, or up to 170 in
-    blocks of 256, go in tiles of 4 rows on one warp in the forward; longer rows, even ones
-    (8-byte runs), rows whose elements are apart and the backward keep tiles of 1024 elements
-    on 4 warps, and fewer rows smaller tiles on 4 warps. (2-byte rows: the next test.)"""
+@pytest.mark.parametrize("n_cols,tile_rows", [(33, 8), (47, 8), (63, 8), (65, 4), (69, 4),
+                                              (95, 4), (86, 0), (97, 0), (127, 0), (129, 4),
+                                              (131, 4), (169, 4), (170, 0), (171, 0), (34, 0),
+                                              (62, 0), (31, 0)])
+def test_cuda_float32_tiles_of_padded_odd_rows_go_on_one_warp(n_cols: int,
+                                                              tile_rows: int) -> None:
+    """Float32 rows of odd length of 33-63 elements go in the forward 8 to a one-warp tile,
+    of 65-96 elements (blocks of 128 lanes) or 129-170 (256) 4 to one; longer rows, even ones
+    (8-byte runs), rows of 32 lanes, rows whose elements are apart and the backward keep tiles
+    of 1024 elements on 4 warps, and fewer rows smaller tiles on 4 warps. (2-byte rows: the
+    next test; fast memory: the test after it.)"""
     be = CudaBackend("cuda", 90)
     layout = _contiguous(1 << 18, n_cols)
     p, rows = _cuda_forward(layout, 4)
     assert (p.variant, p.tail_n) == ("tile", 0)
-    assert (p.block_m, rows.options(p, 4)["num_warps"]) == ((4, 1) if padded
+    assert (p.block_m, rows.options(p, 4)["num_warps"]) == ((tile_rows, 1) if tile_rows
                                                              else (1024 // p.block_n, 4))
     backward = launcher.plan(layout, 4, 132, be, streams=2)
     assert backward.block_m * backward.block_n == 1024
@@ -279,7 +281,32 @@ def test_cuda_float32_tiles_of_padded_odd_rows_go_4_to_a_one_warp_tile(n_cols: i
     p, rows = _cuda_forward(apart, 4)
     assert rows.options(p, 4)["num_warps"] == 4
     p, rows = _cuda_forward(_contiguous(4000, n_cols), 4)
-    assert p.block_m < 4 and rows.options(p, 4)["num_warps"] == 4
+    assert p.block_m < max(tile_rows, 4) and rows.options(p, 4)["num_warps"] == 4
+
+
+@pytest.mark.parametrize("n_cols,tile_rows", [(33, 8), (63, 8), (69, 4), (97, 4), (111, 4),
+                                              (127, 4), (171, 4), (201, 4), (241, 4),
+                                              (243, 0), (255, 0), (98, 0), (200, 0), (202, 0)])
+def test_cuda_float32_fuller_odd_rows_go_on_one_warp_on_fast_memory(n_cols: int,
+                                                                    tile_rows: int) -> None:
+    """On a GPU of fast memory, the forward's float32 rows of odd length go on one warp up to
+    127 elements in blocks of 128 lanes and 241 in blocks of 256, 4 rows a tile, where other
+    GPUs (the H100) stop at 96 and 170; rows of 243-255, even rows and the backward keep the
+    plans of other GPUs."""
+    fast, plain = CudaBackend("cuda", 90, fast_memory=True), CudaBackend("cuda", 90)
+    layout = _contiguous(1 << 18, n_cols)
+    p = launcher.plan(layout, 4, 132, fast)
+    warps = fast.for_layout(layout, 4).options(p, 4)["num_warps"]
+    if tile_rows:
+        assert (p.variant, p.block_m, p.block_n, warps) == (
+            "tile", tile_rows, triton.next_power_of_2(n_cols), 1)
+    else:
+        assert (p, warps) == (launcher.plan(layout, 4, 132, plain),
+                              plain.for_layout(layout, 4).options(p, 4)["num_warps"])
+        assert warps > 1
+    backward = launcher.plan(layout, 4, 132, fast, streams=2)
+    assert backward == launcher.plan(layout, 4, 132, plain, streams=2)
+    assert fast.for_layout(layout, 4, 2).options(backward, 4)["num_warps"] > 1
 
 
 @pytest.mark.parametrize("n_cols,tile_rows", [(33, 8), (47, 8), (63, 8), (65, 4), (66, 4),

@@ -158,16 +158,17 @@ def test_long_rows_as_planned(kernel_device: str, n_cols: int, dtype: torch.dtyp
 
 
 @pytest.mark.parametrize("dtype,n_cols", [
-    *((torch.float32, n) for n in (65, 95, 97, 127, 129, 169, 171, 255)),
+    *((torch.float32, n) for n in (33, 47, 63, 65, 95, 97, 127, 129, 169, 171, 241, 255)),
     *((torch.bfloat16, n) for n in (33, 63, 66, 100, 127, 129)), (torch.float16, 65)])
 @pytest.mark.parametrize("log", [False, True])
 def test_short_unaligned_rows_as_planned(kernel_device: str, dtype: torch.dtype, n_cols: int,
                                          log: bool) -> None:
     """Rows that are not 16-byte aligned, just past a power of two and below the next, enough
     of them for full tiles, by the target's own plan (on CUDA, in the forward: float32 rows of
-    odd length in tiles of 4 rows on one warp for 65-95 and 129-169 elements, of 1024
-    elements on 4 warps for the others; 2-byte rows 8 to a one-warp tile for 33-64 elements,
-    4 for 65-128, 2 warps for tiles of longer ones), into an output poisoned with NaN."""
+    odd length in one-warp tiles of 8 rows for 33-63 elements and of 4 rows for 65-95 and
+    129-169, on GPUs of fast memory also 97-127 and 171-241, of 1024 elements on 4 warps for
+    the others; 2-byte rows 8 to a one-warp tile for 33-64 elements, 4 for 65-128, 2 warps for
+    tiles of longer ones), into an output poisoned with NaN."""
     cores = launcher.core_count(torch.device(kernel_device).index or 0)
     x = torch.randn(64 * cores + 5, n_cols, device=kernel_device).mul(3).to(dtype)
     y = torch.full_like(x, float("nan"))

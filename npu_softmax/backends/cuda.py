@@ -126,9 +126,10 @@ UNALIGNED_ROW_8192_WARPS = 8
 SINGLE_COLUMN_TILE_ROWS = 1024
 SINGLE_COLUMN_TILE_WARPS = 8
 #: The forward's float32 rows of odd length (runs of one element, ``RowLayout.row_align`` 1)
-#: that leave at least a quarter of a block of 128 lanes empty, or a third of 256 (the longest
-#: such row by block; ``CudaBackend.one_warp_tile_rows``), go in tiles of ``PADDED_ODD_TILE_ROWS``
-#: rows on one warp: tiles of 8 rows of 128 lanes on 4 warps before, of 4 of 256 on 4. Through the
+#: of at most ``PADDED_ODD_ROW_MOST_COLS`` elements by block (``CudaBackend.one_warp_tile_rows``)
+#: go in tiles of ``PADDED_ODD_TILE_ROWS`` rows on one warp. In blocks of 128 and 256 lanes,
+#: rows that leave at least a quarter of a block of 128 lanes empty, or a third of 256: tiles of
+#: 8 rows of 128 lanes on 4 warps before, of 4 of 256 on 4. Through the
 #: API on the H100 (2026-11-27, forty-second session, docs/tuning.md), best of 2, before -> after in
 #: one run each, tensors of 128 MB: fp32 246154x65 1803 -> 2483 GB/s, 231884x69 1912 -> 2510,
 #: 197531x81 2174 -> 2562, 179775x89 2286 -> 2533, 164948x97 2432 -> 2579, 124031x129 2126 ->
@@ -142,8 +143,29 @@ SINGLE_COLUMN_TILE_WARPS = 8
 #: 1014 -> 930). Rows of 8-byte runs were mixed on fewer warps (8 rows on 2: 242424x66 2274 ->
 #: 2474, but 15152x66 860 -> 468), and 8 rows of 128 lanes on 2 warps ran between (246154x65
 #: 2255).
-PADDED_ODD_ROW_MOST_COLS = {128: 96, 256: 170}
-PADDED_ODD_TILE_ROWS = 4
+#:
+#: Rows of 33-63 elements (blocks of 64 lanes) go 8 to such a tile (512 elements, as 4 rows of
+#: 128): tiles of 16 rows on 4 warps before. Through the API on the H200 (2026-11-28,
+#: fifty-second session, docs/tuning.md), best of 2, forms alternating in one process: of 128
+#: MB, fp32 484848x33 1797-1799 -> 2405-2410 GB/s, 410256x39 2050-2066 -> 2786-2787, 355555x45
+#: 2299-2317 -> 3147-3162, 301886x53 2626-2630 -> 3425-3428, 262295x61 2835-2886 -> 3487-3493,
+#: 253968x63 2597-2609 -> 3135-3185 (torch.softmax 1897-3106: under it before on 33, 63); of 24
+#: MB, 90909x33 1293-1344 -> 1708-1712, 61224x49 1701 -> 2083-2089, 47619x63 1645-1720 ->
+#: 1918-1928; of 8 MB mostly faster (30303x33 820-877 -> 926, 25641x39 933 -> 1092), 16393x61
+#: slower (1147 -> 1055-1059). Even rows (8-byte runs) of 34-62 lost so at 128 MB (470588x34
+#: 2948-2998 -> 2603-2606, 258064x62 3396-3401 -> 3276-3281); rows of 17-31 (blocks of 32)
+#: were mixed. Not measured on the H100, whose 2-byte rows of 33-64 gained from the same tiles.
+PADDED_ODD_ROW_MOST_COLS = {64: 63, 128: 96, 256: 170}
+#: ... and on a GPU of fast memory (``CudaBackend.fast_memory``) the fuller rows too, up to
+#: 127 elements in 128 lanes and 241 in 256. Through the API on the H200 (2026-11-28,
+#: fifty-second session), as above: of 128 MB, fp32 164948x97 2503 -> 3342-3404 GB/s,
+#: 144144x111 2736-2772 -> 3441-3442, 125984x127 2716-2721 -> 3268-3322, 93567x171 2654-2661 ->
+#: 3524, 79601x201 2974-2981 -> 3506-3575, 66390x241 3292-3333 -> 3633-3640 (torch.softmax
+#: 3110-3398: under it before on all of them); of 24 MB, 30927x97 1756-1761 -> 2119, 23622x127
+#: 1705-1777 -> 1969; of 8 MB within what they ran from round to round. 62745x255 was level
+#: (3469-3481 -> 3454-3460). On the H100 (forty-second session) rows of 105-127 were mixed so.
+FAST_PADDED_ODD_ROW_MOST_COLS = {64: 63, 128: 127, 256: 241}
+PADDED_ODD_TILE_ROWS = {64: 8, 128: 4, 256: 4}
 #: The forward's 2-byte rows that are not 16-byte aligned, elements next to each other, in
 #: blocks of 64 or 128 lanes (33-128 elements, ``CudaBackend.one_warp_tile_rows``), go this many
 #: to a tile on one warp, 512 elements (16 a thread): tiles of 1024 elements on 2 warps before.
@@ -400,15 +422,17 @@ def memory_bytes_per_sm(props: dict[str, Any]) -> float:
     return 2 * clock_khz * 1e3 * bus_bits / 8 / max(1, props["multiprocessor_count"])
 
 
-def _one_warp_tile_rows(layout: RowLayout, itemsize: int) -> int:
+def _one_warp_tile_rows(layout: RowLayout, itemsize: int, fast_memory: bool) -> int:
     # Rows of a one-warp tile for the forward's rows that are not 16-byte aligned, elements
-    # next to each other (``PADDED_ODD_ROW_MOST_COLS``, ``HALF_ONE_WARP_TILE_ROWS``); 0: none.
+    # next to each other (``PADDED_ODD_ROW_MOST_COLS``, ``FAST_PADDED_ODD_ROW_MOST_COLS``,
+    # ``HALF_ONE_WARP_TILE_ROWS``); 0: none.
     block = triton.next_power_of_2(layout.n_cols)
     if itemsize == 2:
         return HALF_ONE_WARP_TILE_ROWS.get(block, 0)
+    most = FAST_PADDED_ODD_ROW_MOST_COLS if fast_memory else PADDED_ODD_ROW_MOST_COLS
     if (itemsize == 4 and layout.row_align(itemsize) == 1
-            and layout.n_cols <= PADDED_ODD_ROW_MOST_COLS.get(block, 0)):
-        return PADDED_ODD_TILE_ROWS
+            and layout.n_cols <= most.get(block, 0)):
+        return PADDED_ODD_TILE_ROWS[block]
     return 0
 
 
@@ -508,7 +532,7 @@ class CudaBackend(Backend):
         transposed = cols.y_strides[1] != 1
         aligned = all(s % 16 == 0 for s in (*cols.x_strides[::2], *cols.y_strides[::2]))
         strided = layout.strided_rows()
-        one_warp = (_one_warp_tile_rows(layout, itemsize)
+        one_warp = (_one_warp_tile_rows(layout, itemsize, self.fast_memory)
                     if streams == 1 and unaligned and not strided else 0)
         if (unaligned, streams, hinted, transposed, aligned, strided, one_warp) == (
                 self.unaligned_rows, self.streams, self.hinted_rows, self.transposed_output,
