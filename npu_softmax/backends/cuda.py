@@ -508,10 +508,10 @@ class CudaBackend(Backend):
         #: Rows whose elements are apart in either tensor (a column stride other than 1), which
         #: no kernel reads as vectors (``for_layout``).
         self.strided_rows = strided_rows
-        #: Rows of the forward's tiles on one warp, 0 for none (``for_layout``): float32 rows of
-        #: odd length that leave much of their power-of-two block empty
-        #: (``PADDED_ODD_ROW_MOST_COLS``) and 2-byte rows that are not 16-byte aligned in short
-        #: blocks (``HALF_ONE_WARP_TILE_ROWS``), elements next to each other.
+        #: Rows of the forward's tiles on one warp, 0 for none (``for_layout``): short float32
+        #: rows of odd length (``PADDED_ODD_ROW_MOST_COLS``, ``FAST_PADDED_ODD_ROW_MOST_COLS``)
+        #: and 2-byte rows that are not 16-byte aligned in short blocks
+        #: (``HALF_ONE_WARP_TILE_ROWS``), elements next to each other.
         self.one_warp_tile_rows = one_warp_tile_rows
         #: A device of fast memory (``FAST_MEMORY_BYTES_PER_SM``, ``for_device``).
         self.fast_memory = fast_memory
