@@ -149,7 +149,7 @@ SINGLE_COLUMN_TILE_WARPS = 8
 #: fifty-second session, docs/tuning.md), best of 2, forms alternating in one process: of 128
 #: MB, fp32 484848x33 1797-1799 -> 2405-2410 GB/s, 410256x39 2050-2066 -> 2786-2787, 355555x45
 #: 2299-2317 -> 3147-3162, 301886x53 2626-2630 -> 3425-3428, 262295x61 2835-2886 -> 3487-3493,
-#: 253968x63 2597-2609 -> 3135-3185 (torch.softmax 1897-3106: under it before on 33, 63); of 24
+#: 253968x63 2597-2609 -> 3135-3185 (torch.softmax 1897-3106: under it before on each); of 24
 #: MB, 90909x33 1293-1344 -> 1708-1712, 61224x49 1701 -> 2083-2089, 47619x63 1645-1720 ->
 #: 1918-1928; of 8 MB mostly faster (30303x33 820-877 -> 926, 25641x39 933 -> 1092), 16393x61
 #: slower (1147 -> 1055-1059). Even rows (8-byte runs) of 34-62 lost so at 128 MB (470588x34
@@ -161,9 +161,10 @@ PADDED_ODD_ROW_MOST_COLS = {64: 63, 128: 96, 256: 170}
 #: fifty-second session), as above: of 128 MB, fp32 164948x97 2503 -> 3342-3404 GB/s,
 #: 144144x111 2736-2772 -> 3441-3442, 125984x127 2716-2721 -> 3268-3322, 93567x171 2654-2661 ->
 #: 3524, 79601x201 2974-2981 -> 3506-3575, 66390x241 3292-3333 -> 3633-3640 (torch.softmax
-#: 3110-3398: under it before on all of them); of 24 MB, 30927x97 1756-1761 -> 2119, 23622x127
-#: 1705-1777 -> 1969; of 8 MB within what they ran from round to round. 62745x255 was level
-#: (3469-3481 -> 3454-3460). On the H100 (forty-second session) rows of 105-127 were mixed so.
+#: 3110-3398: under it before on all but 241, level); of 24 MB, 30927x97 1756-1761 -> 2119,
+#: 23622x127 1705-1777 -> 1969; of 8 MB within what they ran from round to round. 62745x255
+#: was level (3469-3481 -> 3454-3460). On the H100 (forty-second session) rows of 105-127 were
+#: mixed so.
 FAST_PADDED_ODD_ROW_MOST_COLS = {64: 63, 128: 127, 256: 241}
 PADDED_ODD_TILE_ROWS = {64: 8, 128: 4, 256: 4}
 #: The forward's 2-byte rows that are not 16-byte aligned, elements next to each other, in
