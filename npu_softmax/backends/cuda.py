@@ -165,7 +165,7 @@ PADDED_ODD_ROW_MOST_COLS = {64: 63, 128: 96, 256: 170}
 #: 23622x127 1705-1777 -> 1969; of 8 MB within what they ran from round to round. 62745x255
 #: was level (3469-3481 -> 3454-3460). On the H100 (forty-second session) rows of 105-127 were
 #: mixed so.
-FAST_PADDED_ODD_ROW_MOST_COLS = {64: 63, 128: 127, 256: 241}
+FAST_PADDED_ODD_ROW_MOST_COLS = {**PADDED_ODD_ROW_MOST_COLS, 128: 127, 256: 241}
 PADDED_ODD_TILE_ROWS = {64: 8, 128: 4, 256: 4}
 #: The forward's 2-byte rows that are not 16-byte aligned, elements next to each other, in
 #: blocks of 64 or 128 lanes (33-128 elements, ``CudaBackend.one_warp_tile_rows``), go this many
