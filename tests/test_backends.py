@@ -309,6 +309,55 @@ def test_cuda_float32_fuller_odd_rows_go_on_one_warp_on_fast_memory(n_cols: int,
     assert fast.for_layout(layout, 4, 2).options(backward, 4)["num_warps"] > 1
 
 
+@pytest.mark.parametrize("n_cols,stride,form", [
+    (257, 257, "pair"), (290, 290, "pair"), (318, 318, "pair"), (300, 303, "pair"),
+    (319, 319, "pair"), (321, 321, None), (322, 322, None), (333, 333, None),
+    (260, 260, None), (320, 320, None), (300, 304, None),
+    (520, 520, "row"), (768, 768, "row"), (1000, 1000, "row"), (1024, 1024, "row"),
+    (1000, 1004, "row"), (777, 777, None), (1000, 1003, None), (513, 513, None)])
+def test_cuda_float32_rows_of_257_1024_on_two_warps_on_fast_memory(n_cols: int, stride: int,
+                                                                    form: str | None) -> None:
+    """On a GPU of fast memory, the forward's float32 rows of 257-320 elements that are not
+    16-byte aligned (elements next to each other) go two to a tile of 512 lanes on 2 warps,
+    and 16-byte aligned rows of 513-1024 one to a program on 2 warps; other rows, the backward
+    and other GPUs (the H100: tiles of 4 rows, or 2 or 4 of 1024 lanes, on 4 warps) keep their
+    plans."""
+    fast, plain = CudaBackend("cuda", 90, fast_memory=True), CudaBackend("cuda", 90)
+    strides = (stride, 0, 1)
+    layout = RowLayout(1 << 16, n_cols, 1, strides, strides)
+    p = launcher.plan(layout, 4, 132, fast)
+    warps = fast.for_layout(layout, 4).options(p, 4)["num_warps"]
+    q = launcher.plan(layout, 4, 132, plain)
+    plain_warps = plain.for_layout(layout, 4).options(q, 4)["num_warps"]
+    assert (q.variant, q.block_m > 1, plain_warps) == ("tile", True, 4)
+    if form:
+        assert (p.variant, p.block_m, p.block_n, warps) == (
+            "tile", 2 if form == "pair" else 1, triton.next_power_of_2(n_cols), 2)
+    else:
+        assert (p, warps) == (q, plain_warps)
+    backward = launcher.plan(layout, 4, 132, fast, streams=2)
+    assert backward == launcher.plan(layout, 4, 132, plain, streams=2)
+    assert (fast.for_layout(layout, 4, 2).options(backward, 4)
+            == plain.for_layout(layout, 4, 2).options(backward, 4))
+
+
+@pytest.mark.parametrize("shape", [(1, 151936), (8, 151936), (64, 128256), (4, 1048576),
+                                   (64, 65536), (100, 20001)])
+def test_cuda_float32_split_rows_on_four_warps_on_fast_memory(shape: tuple[int, int]) -> None:
+    """On a GPU of fast memory the forward's split variant runs float32 rows on 4 warps; 2-byte
+    rows and other GPUs (the H100) keep 8, and the backward its plan."""
+    fast, plain = CudaBackend("cuda", 90, fast_memory=True), CudaBackend("cuda", 90)
+    layout = _contiguous(*shape)
+
+    def split_warps(be: CudaBackend, itemsize: int, streams: int = 1) -> int:
+        p = launcher.plan(layout, itemsize, 132, be, streams=streams)
+        assert p.variant == "split"
+        return be.for_layout(layout, itemsize, streams).options(p, itemsize)["num_warps"]
+
+    assert (split_warps(fast, 4), split_warps(plain, 4), split_warps(fast, 2)) == (4, 8, 8)
+    assert split_warps(fast, 4, 2) == split_warps(plain, 4, 2)
+
+
 @pytest.mark.parametrize("n_cols,tile_rows", [(33, 8), (47, 8), (63, 8), (65, 4), (66, 4),
                                               (100, 4), (127, 4), (31, 0), (64, 0), (120, 0),
                                               (200, 0)])

@@ -158,7 +158,8 @@ def test_long_rows_as_planned(kernel_device: str, n_cols: int, dtype: torch.dtyp
 
 
 @pytest.mark.parametrize("dtype,n_cols", [
-    *((torch.float32, n) for n in (33, 47, 63, 65, 95, 97, 127, 129, 169, 171, 241, 255)),
+    *((torch.float32, n) for n in (33, 47, 63, 65, 95, 97, 127, 129, 169, 171, 241, 255, 257,
+                                   290, 318)),
     *((torch.bfloat16, n) for n in (33, 63, 66, 100, 127, 129)), (torch.float16, 65)])
 @pytest.mark.parametrize("log", [False, True])
 def test_short_unaligned_rows_as_planned(kernel_device: str, dtype: torch.dtype, n_cols: int,
@@ -166,9 +167,10 @@ def test_short_unaligned_rows_as_planned(kernel_device: str, dtype: torch.dtype,
     """Rows that are not 16-byte aligned, just past a power of two and below the next, enough
     of them for full tiles, by the target's own plan (on CUDA, in the forward: float32 rows of
     odd length in one-warp tiles of 8 rows for 33-63 elements and of 4 rows for 65-95 and
-    129-169, on GPUs of fast memory also 97-127 and 171-241, of 1024 elements on 4 warps for
-    the others; 2-byte rows 8 to a one-warp tile for 33-64 elements, 4 for 65-128, 2 warps for
-    tiles of longer ones), into an output poisoned with NaN."""
+    129-169, on GPUs of fast memory also 97-127 and 171-241, and two-warp tiles of 2 rows for
+    257-319 (even ones too), of 1024 elements on 4 warps for the others; 2-byte rows 8 to a
+    one-warp tile for 33-64 elements, 4 for 65-128, 2 warps for tiles of longer ones), into an
+    output poisoned with NaN."""
     cores = launcher.core_count(torch.device(kernel_device).index or 0)
     x = torch.randn(64 * cores + 5, n_cols, device=kernel_device).mul(3).to(dtype)
     y = torch.full_like(x, float("nan"))
@@ -178,6 +180,27 @@ def test_short_unaligned_rows_as_planned(kernel_device: str, dtype: torch.dtype,
     else:
         npu_softmax.softmax(x, -1, out=y)
         assert_softmax_close(y, reference(x, -1))
+
+
+@pytest.mark.parametrize("n_cols", [520, 1000, 1024])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+@pytest.mark.parametrize("log", [False, True])
+def test_aligned_rows_of_513_1024_as_planned(kernel_device: str, n_cols: int,
+                                             dtype: torch.dtype, log: bool) -> None:
+    """16-byte aligned rows of 513-1024 elements, more of them than 8 a core and fewer than
+    the cores, by the target's own plan (on CUDA, float32 rows in the forward: tiles of 1-4
+    rows on 4 warps, on GPUs of fast memory one row a program on 2 warps), into an output
+    poisoned with NaN."""
+    cores = launcher.core_count(torch.device(kernel_device).index or 0)
+    for n_rows in (8 * cores + 5, max(1, cores - 1)):
+        x = torch.randn(n_rows, n_cols, device=kernel_device).mul(3).to(dtype)
+        y = torch.full_like(x, float("nan"))
+        if log:
+            npu_softmax.log_softmax(x, -1, out=y)
+            assert_close(y, reference(x, -1, log=True), dtype)
+        else:
+            npu_softmax.softmax(x, -1, out=y)
+            assert_softmax_close(y, reference(x, -1))
 
 
 @pytest.mark.parametrize("n_cols", [20001, 32000])

@@ -59,7 +59,8 @@ RESIDENT_ROW_WARPS = 8
 #: 1605 GB/s, 1500x1000 1289 -> 1354 and 1280 -> 1349, 2000x800 1356 -> 1434 and 1361 -> 1434,
 #: 600x1024 721 -> 744 and 714 -> 728, 800x600 585 -> 600 and 574 -> 594; 1024x1024 level. Rows
 #: in 2048-lane blocks lost so (1024x2048 2009 -> 1971 and 1993 -> 1956), and rows of 512 lanes
-#: or fewer were mixed (4096x256 1106 -> 1036, 2048x512 1057 -> 1135).
+#: or fewer were mixed (4096x256 1106 -> 1036, 2048x512 1057 -> 1135). On a GPU of fast memory
+#: such rows go one to a program instead (``FAST_FLOAT_ROW_LANES``).
 ALIGNED_FLOAT_ROW_BLOCKS = 8
 ALIGNED_FLOAT_ROW_BLOCK_LANES = 1024
 #: Most elements of a tile of several rows that are not 16-byte aligned (4096 for aligned rows).
@@ -126,7 +127,7 @@ UNALIGNED_ROW_8192_WARPS = 8
 SINGLE_COLUMN_TILE_ROWS = 1024
 SINGLE_COLUMN_TILE_WARPS = 8
 #: The forward's float32 rows of odd length (runs of one element, ``RowLayout.row_align`` 1)
-#: of at most ``PADDED_ODD_ROW_MOST_COLS`` elements by block (``CudaBackend.one_warp_tile_rows``)
+#: of at most ``PADDED_ODD_ROW_MOST_COLS`` elements by block (``CudaBackend.short_tile``)
 #: go in tiles of ``PADDED_ODD_TILE_ROWS`` rows on one warp. In blocks of 128 and 256 lanes,
 #: rows that leave at least a quarter of a block of 128 lanes empty, or a third of 256: tiles of
 #: 8 rows of 128 lanes on 4 warps before, of 4 of 256 on 4. Through the
@@ -168,7 +169,7 @@ PADDED_ODD_ROW_MOST_COLS = {64: 63, 128: 96, 256: 170}
 FAST_PADDED_ODD_ROW_MOST_COLS = {**PADDED_ODD_ROW_MOST_COLS, 128: 127, 256: 241}
 PADDED_ODD_TILE_ROWS = {64: 8, 128: 4, 256: 4}
 #: The forward's 2-byte rows that are not 16-byte aligned, elements next to each other, in
-#: blocks of 64 or 128 lanes (33-128 elements, ``CudaBackend.one_warp_tile_rows``), go this many
+#: blocks of 64 or 128 lanes (33-128 elements, ``CudaBackend.short_tile``), go this many
 #: to a tile on one warp, 512 elements (16 a thread): tiles of 1024 elements on 2 warps before.
 #: Through the API on the H100 (2026-11-27, forty-third session, docs/tuning.md), best of 2,
 #: forms forced in one run each (before -> after): of 128 MB, bf16 969697x33 1102 -> 1478 GB/s,
@@ -269,6 +270,47 @@ MAX_FAST_SHORT_HALF_CHUNK_COLS = 5 * SHORT_HALF_CHUNK
 MIN_FAST_SMALL_CHUNK_COLS = 8704
 MAX_FAST_SMALL_CHUNK_COLS = 15360
 FAST_SMALL_CHUNK, FAST_SMALL_CHUNK_WARPS = 4096, 4
+#: On a GPU of fast memory, the forward's float32 rows of 513-1024 elements (a block of 1024
+#: lanes) that are 16-byte aligned go one to a program on ``FAST_FLOAT_ROW_WARPS`` warps
+#: (``CudaBackend._fast_float_row``): tiles of 2 or 4 rows on 4 warps before. Through the API
+#: on the H200 (2026-11-28, fifty-third session, docs/tuning.md), forms alternating in one
+#: process, best of 2-3 rounds: of 128 MB, fp32 30769x520 3203-3273 -> 3475-3540 GB/s,
+#: 26666x600 3330-3373 -> 3503-3587, 25000x640 3425-3487 -> 3636, 22857x700 3401-3409 ->
+#: 3527-3597, 20833x768 3562-3565 -> 3581-3663, 17777x900 3527-3530 -> 3574-3653, 16384x1024
+#: 3542-3606 -> 3682-3745; of 63-67 MB, 8192x960 2965-3077 -> 3121-3244, 8192x1024 3039-3144
+#: -> 3212-3216; of 24-34 MB, 5769x520 1765-1781 -> 2199-2206, 5000x600 1790-1794 ->
+#: 2219-2226, 3906x768 2055-2193 -> 2336-2344, 3333x900 2021-2124 -> 2161-2174, 4096x1024
+#: 2589-2602 -> 2602-2738 (torch.compile 2724-2767); 4687x640 level (2180-2206 -> 2130-2266),
+#: as were 2048x1024 and 2048x1000 (16-17 MB). One warp ran as fast at 128 MB and mostly
+#: slower at 24 MB. Rows that are not 16-byte aligned keep their tiles (fifty-second session:
+#: 32768x777 lost in every other form).
+FAST_FLOAT_ROW_LANES, FAST_FLOAT_ROW_WARPS = 1024, 2
+#: On a GPU of fast memory, the forward's float32 rows of 257 to ``FAST_FLOAT_PAIR_MOST_COLS``
+#: elements that are not 16-byte aligned (runs of one or two elements), elements next to each
+#: other, go ``FAST_FLOAT_PAIR_TILE`` (rows, warps) to a tile of 512 lanes: 4 rows on 4 warps
+#: before. Through the API on the H200 (2026-11-28, fifty-third session, docs/tuning.md), as
+#: above, best of 2: of 128 MB, fp32 62256x257 3026-3030 -> 3292-3370 GB/s, 59040x271
+#: 3167-3172 -> 3333-3404, 56939x281 3170-3182 -> 3339-3433, 53156x301 3239-3336 -> 3441-3451,
+#: 51446x311 3252-3306 -> 3457, 49844x321 3333-3344 -> 3396-3457, 62015x258 2912-2970 ->
+#: 3478-3481, 60150x266 2959-2962 -> 3428-3484, 55172x290 3046 -> 3515-3516, 50314x318
+#: 3165-3228 -> 3457-3460 (torch.softmax 3046-3281); of 24 MB, 11673x257 1818-1923 -> 2083,
+#: 10309x291 1870-1989 -> 2095, 9966x301 1889-1894 -> 2101-2118, 9345x321 2043-2049 ->
+#: 1984-2118. Longer rows gained less or nothing (48484x330 3252-3279 -> 3537-3540, 46920x341
+#: 3401-3404 -> 3404-3463; 48048x333 level in the fifty-second session); 4 rows on 2 warps ran
+#: between, 2 rows on one warp level with 4 on 4; aligned rows (8 to a tile on 4 warps) within
+#: 3% (61538x260 3425-3500 -> 3457-3521).
+FAST_FLOAT_PAIR_MOST_COLS = 320
+FAST_FLOAT_PAIR_TILE = (2, 2)
+#: Warps of the forward's split variant for float32 rows on a GPU of fast memory: 8 before
+#: (as 2-byte rows keep). Through the API on the H200 (2026-11-28, fifty-third session,
+#: docs/tuning.md), as above, best of 3: fp32 16x262144 1862 -> 2013-2028 GB/s, 64x65536
+#: 1903-1907 -> 2044-2048, 32x131072 1900-1903 -> 2032-2036, 16x151936 1369-1378 -> 1450,
+#: 8x151936 904-913 -> 953-956, 64x128256 2235-2243 -> 2303-2306, 128x151936 2320-2322 ->
+#: 2360-2365, 64x151936 2222-2230 -> 2245-2249, 4x1048576 1811-1827 -> 1833-1843; 32x151936
+#: and 1x151936 level; 48x100000 1920-1926 -> 1899-1905 and 2x262144 (4 MB) 518-520 ->
+#: 498-512. 16 warps lost on every one (64x151936 2154-2159); 2-byte rows gained on none
+#: (fifty-second session).
+FAST_FLOAT_SPLIT_WARPS = 4
 #: Rows of more than ``MAX_HALF_TILE_COLS`` elements (a block of 32768) that number at most
 #: this fraction of the SMs run the split variant in the forward, rather than one block a row
 #: (``CudaBackend.split_rows``). Through the API on the H100 (2026-11-26, twenty-ninth
@@ -423,18 +465,22 @@ def memory_bytes_per_sm(props: dict[str, Any]) -> float:
     return 2 * clock_khz * 1e3 * bus_bits / 8 / max(1, props["multiprocessor_count"])
 
 
-def _one_warp_tile_rows(layout: RowLayout, itemsize: int, fast_memory: bool) -> int:
-    # Rows of a one-warp tile for the forward's rows that are not 16-byte aligned, elements
-    # next to each other (``PADDED_ODD_ROW_MOST_COLS``, ``FAST_PADDED_ODD_ROW_MOST_COLS``,
-    # ``HALF_ONE_WARP_TILE_ROWS``); 0: none.
+def _short_tile(layout: RowLayout, itemsize: int, fast_memory: bool) -> tuple[int, int]:
+    # Rows and warps of a tile for the forward's rows that are not 16-byte aligned, elements
+    # next to each other: one warp (``PADDED_ODD_ROW_MOST_COLS``,
+    # ``FAST_PADDED_ODD_ROW_MOST_COLS``, ``HALF_ONE_WARP_TILE_ROWS``) or two
+    # (``FAST_FLOAT_PAIR_MOST_COLS``); (0, 0): none.
     block = triton.next_power_of_2(layout.n_cols)
     if itemsize == 2:
-        return HALF_ONE_WARP_TILE_ROWS.get(block, 0)
+        return HALF_ONE_WARP_TILE_ROWS.get(block, 0), 1
+    if itemsize != 4:
+        return 0, 0
     most = FAST_PADDED_ODD_ROW_MOST_COLS if fast_memory else PADDED_ODD_ROW_MOST_COLS
-    if (itemsize == 4 and layout.row_align(itemsize) == 1
-            and layout.n_cols <= most.get(block, 0)):
-        return PADDED_ODD_TILE_ROWS[block]
-    return 0
+    if layout.row_align(itemsize) == 1 and layout.n_cols <= most.get(block, 0):
+        return PADDED_ODD_TILE_ROWS[block], 1
+    if fast_memory and block == 512 and layout.n_cols <= FAST_FLOAT_PAIR_MOST_COLS:
+        return FAST_FLOAT_PAIR_TILE
+    return 0, 0
 
 
 class CudaBackend(Backend):
@@ -485,7 +531,7 @@ class CudaBackend(Backend):
                  unaligned_rows: bool = False, streams: int = 1,
                  hinted_rows: bool = False, transposed_output: bool = False,
                  aligned_columns: bool = False, strided_rows: bool = False,
-                 one_warp_tile_rows: int = 0, warp_size: int = TUNED_WARP_SIZE,
+                 short_tile: tuple[int, int] = (0, 0), warp_size: int = TUNED_WARP_SIZE,
                  fast_memory: bool = False) -> None:
         self.name = name
         self.arch = arch
@@ -509,11 +555,12 @@ class CudaBackend(Backend):
         #: Rows whose elements are apart in either tensor (a column stride other than 1), which
         #: no kernel reads as vectors (``for_layout``).
         self.strided_rows = strided_rows
-        #: Rows of the forward's tiles on one warp, 0 for none (``for_layout``): short float32
-        #: rows of odd length (``PADDED_ODD_ROW_MOST_COLS``, ``FAST_PADDED_ODD_ROW_MOST_COLS``)
-        #: and 2-byte rows that are not 16-byte aligned in short blocks
-        #: (``HALF_ONE_WARP_TILE_ROWS``), elements next to each other.
-        self.one_warp_tile_rows = one_warp_tile_rows
+        #: Rows and warps of the forward's tiles of short rows that are not 16-byte aligned,
+        #: elements next to each other, (0, 0) for none (``for_layout``): float32 rows of odd
+        #: length on one warp (``PADDED_ODD_ROW_MOST_COLS``, ``FAST_PADDED_ODD_ROW_MOST_COLS``),
+        #: float32 rows of 257-320 elements on two (``FAST_FLOAT_PAIR_MOST_COLS``), 2-byte rows
+        #: in short blocks on one (``HALF_ONE_WARP_TILE_ROWS``).
+        self.short_tile = short_tile
         #: A device of fast memory (``FAST_MEMORY_BYTES_PER_SM``, ``for_device``).
         self.fast_memory = fast_memory
 
@@ -533,14 +580,14 @@ class CudaBackend(Backend):
         transposed = cols.y_strides[1] != 1
         aligned = all(s % 16 == 0 for s in (*cols.x_strides[::2], *cols.y_strides[::2]))
         strided = layout.strided_rows()
-        one_warp = (_one_warp_tile_rows(layout, itemsize, self.fast_memory)
-                    if streams == 1 and unaligned and not strided else 0)
-        if (unaligned, streams, hinted, transposed, aligned, strided, one_warp) == (
+        short = (_short_tile(layout, itemsize, self.fast_memory)
+                 if streams == 1 and unaligned and not strided else (0, 0))
+        if (unaligned, streams, hinted, transposed, aligned, strided, short) == (
                 self.unaligned_rows, self.streams, self.hinted_rows, self.transposed_output,
-                self.aligned_columns, self.strided_rows, self.one_warp_tile_rows):
+                self.aligned_columns, self.strided_rows, self.short_tile):
             return self
         return CudaBackend(self.name, self.arch, unaligned, streams, hinted, transposed, aligned,
-                           strided, one_warp, self.warp_size, self.fast_memory)
+                           strided, short, self.warp_size, self.fast_memory)
 
     def row_blocks(self, block_n: int, itemsize: int) -> int:
         # Several programs share an SM, so short rows are cut into at least 4 row blocks per
@@ -760,18 +807,25 @@ class CudaBackend(Backend):
         # for 256-lane rows: 65536x200 2486 -> 2179).
         if self.body_rows(block_n, itemsize):
             return BODY_TILE_ROWS[block_n]
-        if self._one_warp_row(block_n, itemsize) or self._two_warp_row(block_n, itemsize):
+        if (self._one_warp_row(block_n, itemsize) or self._two_warp_row(block_n, itemsize)
+                or self._fast_float_row(block_n, itemsize)):
             return 1
         rows = super().rows_per_block(block_n, n_rows, n_cores, itemsize)
         if self.unaligned_rows and itemsize == 4 and block_n in (512, 1024):
             rows = min(rows, UNALIGNED_FLOAT_TILE_ELEMS // block_n)
         elif self.unaligned_rows and block_n < UNALIGNED_TILE_ELEMS:
             rows = min(rows, UNALIGNED_TILE_ELEMS // block_n)
-            if self.one_warp_tile_rows:
-                rows = min(rows, self.one_warp_tile_rows)
         elif self._hinted_float_tile(block_n, itemsize):
             rows = max(1, min(rows, HINTED_FLOAT_TILE_ELEMS // block_n))
+        if self.short_tile[0]:
+            rows = min(rows, self.short_tile[0])
         return rows
+
+    def _fast_float_row(self, block_n: int, itemsize: int) -> bool:
+        # The forward's 16-byte aligned float32 rows of 513-1024 elements on a GPU of fast
+        # memory (``FAST_FLOAT_ROW_LANES``).
+        return (self._fast_float_forward(itemsize) and not self.unaligned_rows
+                and block_n == FAST_FLOAT_ROW_LANES)
 
     def _hinted_float_tile(self, block_n: int, itemsize: int) -> bool:
         # Forward float32 rows aligned through ``ALIGN`` in blocks of at most 256 lanes
@@ -949,9 +1003,13 @@ class CudaBackend(Backend):
             return 1
         if self.tile_bodies(plan, itemsize):
             return 1
-        if (plan.variant == "tile" and block_m == 1
-                and self._two_warp_row(block_n + tail_n, itemsize)):
-            return 2
+        if plan.variant == "tile" and block_m == 1:
+            if self._two_warp_row(block_n + tail_n, itemsize):
+                return 2
+            if self._fast_float_row(block_n, itemsize):
+                return FAST_FLOAT_ROW_WARPS
+        if plan.variant == "split" and self._fast_float_forward(itemsize):
+            return FAST_FLOAT_SPLIT_WARPS
         if plan.variant == "online" and itemsize == 2 and self.streams == 1:
             if block_n == SHORT_HALF_CHUNK:
                 return 8  # 32 elements a thread (``MAX_SHORT_HALF_CHUNK_COLS``)
@@ -996,8 +1054,8 @@ class CudaBackend(Backend):
         # 65536x333 2549 -> 2342).
         if block_m > 1 and itemsize == 2 and self.unaligned_rows and elems <= UNALIGNED_TILE_ELEMS:
             warps = 2
-        if plan.variant == "tile" and block_m == self.one_warp_tile_rows:
-            warps = 1
+        if plan.variant == "tile" and block_m == self.short_tile[0]:
+            warps = self.short_tile[1]
         if block_n == 1 and block_m >= SINGLE_COLUMN_TILE_ROWS and self.streams == 1:
             warps = SINGLE_COLUMN_TILE_WARPS
         return warps
