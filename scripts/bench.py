@@ -46,8 +46,9 @@ SHAPES = [
     (8192, 200), (8192, 333), (65536, 100), (65536, 333), (32768, 777), (2048, 1000),
     (4096, 10001), (2048, 20001), (4096, 50257), (8, 50257),
     # Short rows of odd length just past a power of two, 128 MB of float32 (docs/tuning.md,
-    # forty-second session), and just under one and further past one (fifty-second session).
-    (231884, 69), (124031, 129), (253968, 63), (164948, 97),
+    # forty-second session), and just under one and further past one (fifty-second session);
+    # rows just past 256 (odd) and 512 (16-byte aligned), 128 MB too (fifty-third session).
+    (231884, 69), (124031, 129), (253968, 63), (164948, 97), (62256, 257), (30769, 520),
 ]
 #: Softmax over a dim that is not the last (rows interleaved in memory: channels of an image
 #: batch, columns of a matrix), and over the last dim of a transposed input: (shape, dim,
