@@ -471,8 +471,8 @@ def _short_tile(layout: RowLayout, itemsize: int, fast_memory: bool) -> tuple[in
     # ``FAST_PADDED_ODD_ROW_MOST_COLS``, ``HALF_ONE_WARP_TILE_ROWS``) or two
     # (``FAST_FLOAT_PAIR_MOST_COLS``); (0, 0): none.
     block = triton.next_power_of_2(layout.n_cols)
-    if itemsize == 2:
-        return HALF_ONE_WARP_TILE_ROWS.get(block, 0), 1
+    if itemsize == 2 and block in HALF_ONE_WARP_TILE_ROWS:
+        return HALF_ONE_WARP_TILE_ROWS[block], 1
     if itemsize != 4:
         return 0, 0
     most = FAST_PADDED_ODD_ROW_MOST_COLS if fast_memory else PADDED_ODD_ROW_MOST_COLS
