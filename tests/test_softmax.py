@@ -157,6 +157,18 @@ def test_long_rows_as_planned(kernel_device: str, n_cols: int, dtype: torch.dtyp
     assert_softmax_close(y, reference(x, -1))
 
 
+def _check_into_poisoned(x: torch.Tensor, log: bool) -> None:
+    """npu_softmax's softmax of ``x`` over its last dim (log_softmax with ``log``) into an
+    output poisoned with NaN, against float64."""
+    y = torch.full_like(x, float("nan"))
+    if log:
+        npu_softmax.log_softmax(x, -1, out=y)
+        assert_close(y, reference(x, -1, log=True), x.dtype)
+    else:
+        npu_softmax.softmax(x, -1, out=y)
+        assert_softmax_close(y, reference(x, -1))
+
+
 @pytest.mark.parametrize("dtype,n_cols", [
     *((torch.float32, n) for n in (33, 47, 63, 65, 95, 97, 127, 129, 169, 171, 241, 255, 257,
                                    290, 318)),
@@ -173,13 +185,7 @@ def test_short_unaligned_rows_as_planned(kernel_device: str, dtype: torch.dtype,
     output poisoned with NaN."""
     cores = launcher.core_count(torch.device(kernel_device).index or 0)
     x = torch.randn(64 * cores + 5, n_cols, device=kernel_device).mul(3).to(dtype)
-    y = torch.full_like(x, float("nan"))
-    if log:
-        npu_softmax.log_softmax(x, -1, out=y)
-        assert_close(y, reference(x, -1, log=True), dtype)
-    else:
-        npu_softmax.softmax(x, -1, out=y)
-        assert_softmax_close(y, reference(x, -1))
+    _check_into_poisoned(x, log)
 
 
 @pytest.mark.parametrize("n_cols", [520, 1000, 1024])
@@ -194,13 +200,7 @@ def test_aligned_rows_of_513_1024_as_planned(kernel_device: str, n_cols: int,
     cores = launcher.core_count(torch.device(kernel_device).index or 0)
     for n_rows in (8 * cores + 5, max(1, cores - 1)):
         x = torch.randn(n_rows, n_cols, device=kernel_device).mul(3).to(dtype)
-        y = torch.full_like(x, float("nan"))
-        if log:
-            npu_softmax.log_softmax(x, -1, out=y)
-            assert_close(y, reference(x, -1, log=True), dtype)
-        else:
-            npu_softmax.softmax(x, -1, out=y)
-            assert_softmax_close(y, reference(x, -1))
+        _check_into_poisoned(x, log)
 
 
 @pytest.mark.parametrize("n_cols", [20001, 32000])
