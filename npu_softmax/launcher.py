@@ -179,6 +179,8 @@ def _plan(n_rows: int, n_cols: int, max_offset: int, itemsize: int, n_cores: int
         # The target's work items per core, at most MAX_SPLITS per row.
         wanted = min(triton.cdiv(be.split_items_per_core * n_cores, n_rows), MAX_SPLITS)
         n_splits = triton.next_power_of_2(max(2, min(wanted, most_splits)))
+        # The same splits in longer chunks where the target takes them.
+        block_n = be.split_chunk(block_n, triton.cdiv(n_cols, n_splits), itemsize)
     # The split variant's scratch holds 2 * n_rows * n_splits partial results.
     reach = max(max_offset, 2 * n_rows * n_splits) + block_m * (block_n + tail_n) * n_splits
     return Plan(variant, block_m, block_n, tail_n, n_splits, index_64=reach >= 2**31,

@@ -358,6 +358,58 @@ def test_cuda_float32_split_rows_on_four_warps_on_fast_memory(shape: tuple[int, 
     assert split_warps(fast, 4, 2) == split_warps(plain, 4, 2)
 
 
+@pytest.mark.parametrize("shape,chunk", [((4, 1 << 20), 8192), ((1, 2_000_000), 8192),
+                                         ((64, 151936), 8192), ((128, 50257), 8192),
+                                         ((96, 65536), 8192), ((32, 151936), 8192),
+                                         ((16, 262144), 4096), ((1, 131072), 4096),
+                                         ((64, 65536), 4096), ((8, 151936), 4096)])
+def test_cuda_split_ranges_of_several_chunks_in_chunks_of_8192_on_fast_memory(
+        shape: tuple[int, int], chunk: int) -> None:
+    """On a GPU of fast memory the forward's split variant reads float32 and 2-byte rows in
+    chunks of 8192 where each work item covers more than 4096 elements of a row, with the
+    same splits and warps as chunks of 4096 (float32 4, 2-byte rows 8); ranges of one chunk,
+    float64, the backward and other GPUs (the H100) keep chunks of 4096."""
+    fast, plain = CudaBackend("cuda", 90, fast_memory=True), CudaBackend("cuda", 90)
+    layout = _contiguous(*shape)
+
+    def split(be: CudaBackend, itemsize: int, streams: int = 1) -> tuple[launcher.Plan, int]:
+        p = launcher.plan(layout, itemsize, 132, be, streams=streams)
+        assert p.variant == "split"
+        return p, be.for_layout(layout, itemsize, streams).options(p, itemsize)["num_warps"]
+
+    for itemsize, warps in ((4, 4), (2, 8)):
+        p, w = split(fast, itemsize)
+        assert (p.block_n, w) == (chunk, warps)
+        assert p.n_splits == split(plain, itemsize)[0].n_splits
+        assert triton.cdiv(shape[1], p.n_splits) > 4096 or chunk == 4096
+        assert p.split_cols(shape[1]) % p.block_n == 0
+        assert split(plain, itemsize)[0].block_n == 4096
+        assert split(fast, itemsize, 2) == split(plain, itemsize, 2)
+    assert split(fast, 8) == split(plain, 8)
+
+
+@pytest.mark.parametrize("shape,warps", [((2048, 20001), 8), ((1024, 16401), 8),
+                                         ((4096, 18000), 8), ((1024, 20480), 8),
+                                         ((1023, 20001), 16), ((512, 18000), 16),
+                                         ((2048, 16390), 16), ((2048, 22000), 16),
+                                         ((4096, 24576), 16)])
+def test_cuda_float32_rows_with_a_last_chunk_on_eight_warps_on_fast_memory(
+        shape: tuple[int, int], warps: int) -> None:
+    """On a GPU of fast memory the forward's float32 rows read online in chunks of 8192 with
+    a last chunk (16401-20480 elements) run on 8 warps where there are at least 1024 rows, on
+    16 with fewer rows or whole chunks only; 2-byte rows, the backward and other GPUs (the
+    H100, which holds these rows in one block) keep their plans."""
+    fast, plain = CudaBackend("cuda", 90, fast_memory=True), CudaBackend("cuda", 90)
+    layout = _contiguous(*shape)
+    p = launcher.plan(layout, 4, 132, fast)
+    last = 16 <= shape[1] % 8192 <= 4096
+    assert (p.variant, p.block_n, bool(p.last_n)) == ("online", 8192, last)
+    assert fast.for_layout(layout, 4).options(p, 4)["num_warps"] == warps
+    assert launcher.plan(layout, 4, 132, plain).variant == "tile"
+    for be, itemsize, streams in ((fast, 2, 1), (fast, 4, 2), (plain, 4, 1)):
+        assert not be.for_layout(layout, itemsize, streams).narrow_float_chunks
+
+
 @pytest.mark.parametrize("n_cols,tile_rows", [(33, 8), (47, 8), (63, 8), (65, 4), (66, 4),
                                               (100, 4), (127, 4), (31, 0), (64, 0), (120, 0),
                                               (200, 0)])
@@ -653,14 +705,14 @@ def test_cuda_plans_for_the_memory_of_the_device(monkeypatch: pytest.MonkeyPatch
 def test_cuda_float32_rows_of_16385_to_32768_run_online_on_fast_memory(
         n_cols: int, chunk: int, last: int) -> None:
     """On a GPU of fast memory, the forward's float32 rows of 16385-32768 elements, at least as
-    many as SMs, run the online kernel on 16 warps, in chunks of 8192 up to 24576 elements and
-    of 16384 above. The backward, fewer rows than SMs and rows of up to 16384 elements keep the
+    many as SMs, run the online kernel on 16 warps (8 for these 4096 rows with a last chunk,
+    below), in chunks of 8192 up to 24576 elements and of 16384 above. The backward, fewer rows than SMs and rows of up to 16384 elements keep the
     plans of other GPUs (the H100's)."""
     fast, plain = CudaBackend("cuda", 90, fast_memory=True), CudaBackend("cuda", 90)
     layout = _contiguous(4096, n_cols)
     p = launcher.plan(layout, 4, 132, fast)
     assert (p.variant, p.block_n, p.last_n) == ("online", chunk, last)
-    assert fast.for_layout(layout, 4).options(p, 4)["num_warps"] == 16
+    assert fast.for_layout(layout, 4).options(p, 4)["num_warps"] == (8 if last else 16)
     assert launcher.plan(layout, 4, 132, plain).variant == "tile"
     for itemsize, streams in ((4, 2), (2, 2)):
         assert (launcher.plan(layout, itemsize, 132, fast, streams=streams)

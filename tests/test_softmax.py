@@ -203,6 +203,30 @@ def test_aligned_rows_of_513_1024_as_planned(kernel_device: str, n_cols: int,
         _check_into_poisoned(x, log)
 
 
+@pytest.mark.parametrize("n_cols", [16401, 20000])
+def test_many_float32_rows_with_a_last_chunk(kernel_device: str, n_cols: int) -> None:
+    """1030 float32 rows of 16401-20480 elements, 16-byte aligned (20000) or not, by the
+    target's own plan (on CUDA GPUs of fast memory, online chunks of 8192 and a last chunk on
+    8 warps from 1024 rows), softmax and log_softmax into outputs poisoned with NaN."""
+    x = torch.randn(1030, n_cols, device=kernel_device).mul(3)
+    _check_into_poisoned(x, log=False)
+    _check_into_poisoned(x, log=True)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16])
+@pytest.mark.parametrize("log", [False, True])
+def test_few_long_rows_in_ranges_of_several_chunks(kernel_device: str, dtype: torch.dtype,
+                                                   log: bool) -> None:
+    """Few rows long enough that each program sharing a row covers more than 4096 of its
+    elements (2 rows of 2**20 + 5, half as many rows as cores of 70001), by the target's own
+    plan (on CUDA GPUs of fast memory, the split variant in chunks of 8192), into an output
+    poisoned with NaN."""
+    cores = launcher.core_count(torch.device(kernel_device).index or 0)
+    for n_rows, n_cols in ((2, (1 << 20) + 5), (max(1, cores // 2), 70001)):
+        x = torch.randn(n_rows, n_cols, device=kernel_device).mul(3).to(dtype)
+        _check_into_poisoned(x, log)
+
+
 @pytest.mark.parametrize("n_cols", [20001, 32000])
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
 def test_few_rows_that_fit_a_tile(kernel_device: str, n_cols: int, dtype: torch.dtype) -> None:

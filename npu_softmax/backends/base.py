@@ -192,6 +192,12 @@ class Backend:
         of ``n_cols`` elements, a power of two; never shorter for a longer row."""
         return self.tile_elems(itemsize)
 
+    def split_chunk(self, chunk: int, range_cols: int, itemsize: int) -> int:
+        """Chunk length of the split variant whose work items each cover ``range_cols`` columns
+        of a row in chunks of ``chunk`` (``chunk_elems``): a multiple of ``chunk`` no longer
+        than the row; ``chunk`` here."""
+        return chunk
+
     def last_chunk(self, n_cols: int, block_n: int) -> int:
         """Columns of the online kernel's chunks for what is left of a row of ``n_cols``
         elements after its whole ``block_n`` chunks: the power of two that holds it (at least

@@ -244,6 +244,18 @@ MAX_FAST_FLOAT_TILE_COLS = 16384
 #: Longest float32 row the forward's online kernel reads in chunks of ``SHORT_HALF_CHUNK``
 #: elements, not 16384, on a GPU of fast memory (``CudaBackend.online_rows``).
 MAX_FAST_FLOAT_SHORT_CHUNK_COLS = 24576
+#: Warps of those chunks of ``SHORT_HALF_CHUNK`` where a row has a last chunk (``last_chunk``:
+#: rows of 16401-20480 elements) and the rows number at least
+#: ``FAST_FLOAT_NARROW_CHUNK_MIN_ROWS`` (``CudaBackend.narrow_float_chunks``): 16 otherwise.
+#: Through the API on the H200 (2026-11-28, fifty-fourth session, docs/tuning.md), one process,
+#: best of 2, against 16 warps: fp32 2048x16400 3502 -> 3740 GB/s, 4096x16400 3804 -> 3990,
+#: 1024x18000 3148 -> 3332, 2048x18000 3355 -> 3664, 4096x18000 3604 -> 3933, 2048x20001 3536
+#: -> 3639, 4096x20001 3731 -> 3856, 2048x20480 3628 -> 3730, 4096x20480 3845 -> 3939. With 512
+#: rows they lost (512x16400 2723 -> 2698, 512x18000 2803 -> 2707, 512x20001 2906 -> 2715,
+#: 512x20480 3031 -> 2852), as did rows of whole chunks at every count (2048x22000 3725 ->
+#: 3382, 2048x24576 3869 -> 3370, 512x22000 3061 -> 2816); a cap of 64 registers did not help.
+FAST_FLOAT_NARROW_CHUNK_WARPS = 8
+FAST_FLOAT_NARROW_CHUNK_MIN_ROWS = 1024
 #: Longest 2-byte row the forward's online kernel reads in chunks of ``SHORT_HALF_CHUNK``
 #: elements on 8 warps, 16-byte aligned or not, on a GPU of fast memory (``chunk_elems``).
 #: Through the API on the H200 (2026-11-28, fiftieth session, docs/tuning.md), one process, two
@@ -311,6 +323,18 @@ FAST_FLOAT_PAIR_TILE = (2, 2)
 #: 498-512. 16 warps lost on every one (64x151936 2154-2159); 2-byte rows gained on none
 #: (fifty-second session).
 FAST_FLOAT_SPLIT_WARPS = 4
+#: Chunks of the forward's split variant on a GPU of fast memory where a work item's range
+#: holds more than one chunk of ``chunk_elems`` (4096): this many elements, on the warps of
+#: 4096 (float32 ``FAST_FLOAT_SPLIT_WARPS``, 2-byte rows 8). Through the API on the H200
+#: (2026-11-28, fifty-fourth session, docs/tuning.md), one process, best of 2: fp32 4x1048576
+#: 1853 -> 2001 GB/s, 1x2000000 1031 -> 1176, 1x1048576 802 -> 883, 32x151936 1932 -> 1999,
+#: 100x151936 2246 -> 2337, 48x100000 1923 -> 2039, 96x65536 2114 -> 2222, 64x128256 2303 ->
+#: 2335, 64x151936 level; bf16 4x1048576 1285 -> 1425, 1x2000000 611 -> 740, 48x151936 1574
+#: -> 1654, 100x151936 1989 -> 2103, 32x262144 1869 -> 1935, 64x151936 1836 -> 1882, 8x1048576
+#: level, 1x1048576 (4 MB) 465 -> 434. Where a range is one chunk, longer chunks (fewer
+#: splits) lost (fp32 16x262144 2024 -> 1964, 1x131072 151 -> 140; bf16 64x65536 1406 ->
+#: 1355), as did 16 warps for 2-byte chunks of 8192 (bf16 32x151936 1345 -> 1290).
+FAST_SPLIT_LONG_CHUNK = 8192
 #: Rows of more than ``MAX_HALF_TILE_COLS`` elements (a block of 32768) that number at most
 #: this fraction of the SMs run the split variant in the forward, rather than one block a row
 #: (``CudaBackend.split_rows``). Through the API on the H100 (2026-11-26, twenty-ninth
@@ -532,7 +556,7 @@ class CudaBackend(Backend):
                  hinted_rows: bool = False, transposed_output: bool = False,
                  aligned_columns: bool = False, strided_rows: bool = False,
                  short_tile: tuple[int, int] = (0, 0), warp_size: int = TUNED_WARP_SIZE,
-                 fast_memory: bool = False) -> None:
+                 fast_memory: bool = False, narrow_float_chunks: bool = False) -> None:
         self.name = name
         self.arch = arch
         #: Threads of the target's warps (``GPUTarget.warp_size``).
@@ -563,6 +587,9 @@ class CudaBackend(Backend):
         self.short_tile = short_tile
         #: A device of fast memory (``FAST_MEMORY_BYTES_PER_SM``, ``for_device``).
         self.fast_memory = fast_memory
+        #: The forward's float32 rows of 16385-24576 elements on fast memory, at least
+        #: ``FAST_FLOAT_NARROW_CHUNK_MIN_ROWS`` of them (``for_layout``).
+        self.narrow_float_chunks = narrow_float_chunks
 
     def for_device(self, device_index: int) -> CudaBackend:
         fast = (memory_bytes_per_sm(_compat.device_properties(device_index))
@@ -582,12 +609,16 @@ class CudaBackend(Backend):
         strided = layout.strided_rows()
         short = (_short_tile(layout, itemsize, self.fast_memory)
                  if streams == 1 and unaligned and not strided else (0, 0))
-        if (unaligned, streams, hinted, transposed, aligned, strided, short) == (
+        narrow = (self.fast_memory and streams == 1 and itemsize == 4
+                  and layout.n_rows >= FAST_FLOAT_NARROW_CHUNK_MIN_ROWS
+                  and MAX_FAST_FLOAT_TILE_COLS < layout.n_cols <= MAX_FAST_FLOAT_SHORT_CHUNK_COLS)
+        if (unaligned, streams, hinted, transposed, aligned, strided, short, narrow) == (
                 self.unaligned_rows, self.streams, self.hinted_rows, self.transposed_output,
-                self.aligned_columns, self.strided_rows, self.short_tile):
+                self.aligned_columns, self.strided_rows, self.short_tile,
+                self.narrow_float_chunks):
             return self
         return CudaBackend(self.name, self.arch, unaligned, streams, hinted, transposed, aligned,
-                           strided, short, self.warp_size, self.fast_memory)
+                           strided, short, self.warp_size, self.fast_memory, narrow)
 
     def row_blocks(self, block_n: int, itemsize: int) -> int:
         # Several programs share an SM, so short rows are cut into at least 4 row blocks per
@@ -853,6 +884,12 @@ class CudaBackend(Backend):
             return SHORT_HALF_CHUNK if n_cols <= MAX_FAST_FLOAT_SHORT_CHUNK_COLS else 16384
         return 32768 if itemsize >= 4 or n_cols > MAX_HALF_CHUNK_COLS else 16384
 
+    def split_chunk(self, chunk: int, range_cols: int, itemsize: int) -> int:
+        # ``FAST_SPLIT_LONG_CHUNK``: the forward's float32 and 2-byte rows on fast memory.
+        if self.fast_memory and self.streams == 1 and itemsize <= 4 and range_cols > chunk:
+            return max(chunk, FAST_SPLIT_LONG_CHUNK)
+        return chunk
+
     def _most_short_half_chunk_cols(self) -> int:
         # The forward's 2-byte rows read in chunks of ``SHORT_HALF_CHUNK`` (``chunk_elems``).
         if self.fast_memory:
@@ -1010,6 +1047,11 @@ class CudaBackend(Backend):
                 return FAST_FLOAT_ROW_WARPS
         if plan.variant == "split" and self._fast_float_forward(itemsize):
             return FAST_FLOAT_SPLIT_WARPS
+        if (plan.variant == "split" and self.fast_memory and itemsize == 2
+                and plan.block_n == FAST_SPLIT_LONG_CHUNK):
+            return 8  # 32 elements a thread, as chunks of 4096 on 8
+        if plan.variant == "online" and self.narrow_float_chunks and plan.last_n:
+            return FAST_FLOAT_NARROW_CHUNK_WARPS
         if plan.variant == "online" and itemsize == 2 and self.streams == 1:
             if block_n == SHORT_HALF_CHUNK:
                 return 8  # 32 elements a thread (``MAX_SHORT_HALF_CHUNK_COLS``)
