@@ -706,8 +706,8 @@ def test_cuda_float32_rows_of_16385_to_32768_run_online_on_fast_memory(
         n_cols: int, chunk: int, last: int) -> None:
     """On a GPU of fast memory, the forward's float32 rows of 16385-32768 elements, at least as
     many as SMs, run the online kernel on 16 warps (8 for these 4096 rows with a last chunk,
-    below), in chunks of 8192 up to 24576 elements and of 16384 above. The backward, fewer rows than SMs and rows of up to 16384 elements keep the
-    plans of other GPUs (the H100's)."""
+    above), in chunks of 8192 up to 24576 elements and of 16384 above. The backward, fewer rows
+    than SMs and rows of up to 16384 elements keep the plans of other GPUs (the H100's)."""
     fast, plain = CudaBackend("cuda", 90, fast_memory=True), CudaBackend("cuda", 90)
     layout = _contiguous(4096, n_cols)
     p = launcher.plan(layout, 4, 132, fast)

@@ -747,7 +747,8 @@ class CudaBackend(Backend):
     # Sizes below come from scripts/tune.py on an H100 (2026-11-22): a row of up to 32768
     # elements held in registers by one program (32 warps from 32768) runs at 95-99% of the
     # copy roof (65536 falls to 66%: longer rows loop); short rows do
-    # best in tiles of about 4096 elements; the split kernels in chunks of 4096 (8 warps).
+    # best in tiles of about 4096 elements; the split kernels in chunks of 4096 (8 warps),
+    # longer on fast memory (``split_chunk``).
     def tile_elems(self, itemsize: int) -> int:
         # Where warps are wider (AMD CDNA), Triton's AMD backend gives a 2-byte block of 32768
         # 128 KB of shared memory (the row kernel compiled for gfx942 offline, 2026-11-27),
