@@ -396,7 +396,7 @@ def test_cuda_split_ranges_of_several_chunks_in_chunks_of_8192_on_fast_memory(
 def test_cuda_float32_rows_with_a_last_chunk_on_eight_warps_on_fast_memory(
         shape: tuple[int, int], warps: int) -> None:
     """On a GPU of fast memory the forward's float32 rows read online in chunks of 8192 with
-    a last chunk (16401-20480 elements) run on 8 warps where there are at least 1024 rows, on
+    a last chunk (16400-20480 elements) run on 8 warps where there are at least 1024 rows, on
     16 with fewer rows or whole chunks only; 2-byte rows, the backward and other GPUs (the
     H100, which holds these rows in one block) keep their plans."""
     fast, plain = CudaBackend("cuda", 90, fast_memory=True), CudaBackend("cuda", 90)

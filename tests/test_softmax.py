@@ -205,7 +205,7 @@ def test_aligned_rows_of_513_1024_as_planned(kernel_device: str, n_cols: int,
 
 @pytest.mark.parametrize("n_cols", [16401, 20000])
 def test_many_float32_rows_with_a_last_chunk(kernel_device: str, n_cols: int) -> None:
-    """1030 float32 rows of 16401-20480 elements, 16-byte aligned (20000) or not, by the
+    """1030 float32 rows of 16400-20480 elements, 16-byte aligned (20000) or not, by the
     target's own plan (on CUDA GPUs of fast memory, online chunks of 8192 and a last chunk on
     8 warps from 1024 rows), softmax and log_softmax into outputs poisoned with NaN."""
     x = torch.randn(1030, n_cols, device=kernel_device).mul(3)

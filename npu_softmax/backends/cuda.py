@@ -245,7 +245,7 @@ MAX_FAST_FLOAT_TILE_COLS = 16384
 #: elements, not 16384, on a GPU of fast memory (``CudaBackend.online_rows``).
 MAX_FAST_FLOAT_SHORT_CHUNK_COLS = 24576
 #: Warps of those chunks of ``SHORT_HALF_CHUNK`` where a row has a last chunk (``last_chunk``:
-#: rows of 16401-20480 elements) and the rows number at least
+#: rows of 16400-20480 elements) and the rows number at least
 #: ``FAST_FLOAT_NARROW_CHUNK_MIN_ROWS`` (``CudaBackend.narrow_float_chunks``): 16 otherwise.
 #: Through the API on the H200 (2026-11-28, fifty-fourth session, docs/tuning.md), one process,
 #: best of 2, against 16 warps: fp32 2048x16400 3502 -> 3740 GB/s, 4096x16400 3804 -> 3990,
