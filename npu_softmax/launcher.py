@@ -177,7 +177,7 @@ def _plan(n_rows: int, n_cols: int, max_offset: int, itemsize: int, n_cores: int
         last_n = be.last_chunk(n_cols, block_n)
     elif variant == "split":
         # The target's work items per core, at most MAX_SPLITS per row.
-        wanted = min(triton.cdiv(be.split_items_per_core * n_cores, n_rows), MAX_SPLITS)
+        wanted = min(triton.cdiv(be.split_items(itemsize) * n_cores, n_rows), MAX_SPLITS)
         n_splits = triton.next_power_of_2(max(2, min(wanted, most_splits)))
         # The same splits in longer chunks where the target takes them.
         block_n = be.split_chunk(block_n, triton.cdiv(n_cols, n_splits), itemsize)

@@ -358,17 +358,19 @@ def test_cuda_float32_split_rows_on_four_warps_on_fast_memory(shape: tuple[int, 
     assert split_warps(fast, 4, 2) == split_warps(plain, 4, 2)
 
 
-@pytest.mark.parametrize("shape,chunk", [((4, 1 << 20), 8192), ((1, 2_000_000), 8192),
-                                         ((64, 151936), 8192), ((128, 50257), 8192),
-                                         ((96, 65536), 8192), ((32, 151936), 8192),
-                                         ((16, 262144), 4096), ((1, 131072), 4096),
-                                         ((64, 65536), 4096), ((8, 151936), 4096)])
-def test_cuda_split_ranges_of_several_chunks_in_chunks_of_8192_on_fast_memory(
-        shape: tuple[int, int], chunk: int) -> None:
-    """On a GPU of fast memory the forward's split variant reads float32 and 2-byte rows in
-    chunks of 8192 where each work item covers more than 4096 elements of a row, with the
-    same splits and warps as chunks of 4096 (float32 4, 2-byte rows 8); ranges of one chunk,
-    float64, the backward and other GPUs (the H100) keep chunks of 4096."""
+@pytest.mark.parametrize("shape,float_plan,half_plan", [
+    ((4, 1 << 20), (8192, 128), (8192, 128)), ((1, 2_000_000), (8192, 128), (8192, 128)),
+    ((64, 151936), (8192, 32), (8192, 16)), ((48, 151936), (8192, 32), (8192, 16)),
+    ((100, 151936), (8192, 16), (8192, 8)), ((128, 50257), (4096, 16), (8192, 8)),
+    ((32, 151936), (4096, 64), (8192, 32)), ((16, 262144), (4096, 64), (4096, 64)),
+    ((1, 131072), (4096, 32), (4096, 32)), ((64, 65536), (4096, 16), (4096, 16))])
+def test_cuda_split_plans_on_fast_memory(shape: tuple[int, int], float_plan: tuple[int, int],
+                                         half_plan: tuple[int, int]) -> None:
+    """On a GPU of fast memory the forward's split variant aims for 8 work items an SM with
+    float32 rows (4 with 2-byte rows, as other GPUs do), then reads rows in chunks of 8192
+    where each work item covers more than 4096 elements of a row, on the warps of chunks of
+    4096 (float32 4, 2-byte rows 8); float64, the backward and other GPUs (the H100) keep
+    their plans: chunks of 4096, 4 items an SM. Plans as (chunk, splits)."""
     fast, plain = CudaBackend("cuda", 90, fast_memory=True), CudaBackend("cuda", 90)
     layout = _contiguous(*shape)
 
@@ -377,13 +379,15 @@ def test_cuda_split_ranges_of_several_chunks_in_chunks_of_8192_on_fast_memory(
         assert p.variant == "split"
         return p, be.for_layout(layout, itemsize, streams).options(p, itemsize)["num_warps"]
 
-    for itemsize, warps in ((4, 4), (2, 8)):
+    for itemsize, want, warps in ((4, float_plan, 4), (2, half_plan, 8)):
         p, w = split(fast, itemsize)
-        assert (p.block_n, w) == (chunk, warps)
-        assert p.n_splits == split(plain, itemsize)[0].n_splits
-        assert triton.cdiv(shape[1], p.n_splits) > 4096 or chunk == 4096
+        assert (p.block_n, p.n_splits, w) == (*want, warps)
+        assert (p.block_n == 8192) == (triton.cdiv(shape[1], p.n_splits) > 4096)
         assert p.split_cols(shape[1]) % p.block_n == 0
-        assert split(plain, itemsize)[0].block_n == 4096
+        before = split(plain, itemsize)[0]
+        assert before.block_n == 4096
+        assert (before.n_splits == p.n_splits) if itemsize == 2 else (
+            before.n_splits <= p.n_splits)
         assert split(fast, itemsize, 2) == split(plain, itemsize, 2)
     assert split(fast, 8) == split(plain, 8)
 

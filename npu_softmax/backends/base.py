@@ -192,6 +192,11 @@ class Backend:
         of ``n_cols`` elements, a power of two; never shorter for a longer row."""
         return self.tile_elems(itemsize)
 
+    def split_items(self, itemsize: int) -> int:
+        """Work items per core the split variant aims for with ``itemsize``-byte rows:
+        ``split_items_per_core`` here."""
+        return self.split_items_per_core
+
     def split_chunk(self, chunk: int, range_cols: int, itemsize: int) -> int:
         """Chunk length of the split variant whose work items each cover ``range_cols`` columns
         of a row in chunks of ``chunk`` (``chunk_elems``): a multiple of ``chunk`` no longer

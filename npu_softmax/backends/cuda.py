@@ -335,6 +335,16 @@ FAST_FLOAT_SPLIT_WARPS = 4
 #: splits) lost (fp32 16x262144 2024 -> 1964, 1x131072 151 -> 140; bf16 64x65536 1406 ->
 #: 1355), as did 16 warps for 2-byte chunks of 8192 (bf16 32x151936 1345 -> 1290).
 FAST_SPLIT_LONG_CHUNK = 8192
+#: Work items an SM the forward's split variant aims for with float32 rows on a GPU of fast
+#: memory (``split_items_per_core``, 4, otherwise). Chunks of ``FAST_SPLIT_LONG_CHUNK`` leave
+#: fewer ranges a row holding anything (fp32 48x151936: 10 of 16), so fewer items than aimed
+#: for. Through the API on the H200 (2026-11-28, fifty-fourth session, docs/tuning.md), one
+#: process, best of 2, against 4: fp32 48x151936 2081-2084 -> 2243-2248 GB/s, 64x151936
+#: 2249-2251 -> 2329, 128x50257 2105-2111 -> 2150-2156, 64x128256 2335 -> 2361-2367,
+#: 100x151936 2339-2340 -> 2362-2370, 32x262144 2330-2333 -> 2346-2354, 32x151936 2002-2006
+#: -> 2012, 96x65536 2225-2228 -> 2215, 48x100000 2034 -> 2027-2030; 2-byte rows lost where
+#: more items took their chunks back to 4096 (bf16 32x151936 1372-1378 -> 1282-1288).
+FAST_FLOAT_SPLIT_ITEMS = 8
 #: Rows of more than ``MAX_HALF_TILE_COLS`` elements (a block of 32768) that number at most
 #: this fraction of the SMs run the split variant in the forward, rather than one block a row
 #: (``CudaBackend.split_rows``). Through the API on the H100 (2026-11-26, twenty-ninth
@@ -884,6 +894,12 @@ class CudaBackend(Backend):
             # Float32 rows of 16385-32768 elements on fast memory (``online_rows``).
             return SHORT_HALF_CHUNK if n_cols <= MAX_FAST_FLOAT_SHORT_CHUNK_COLS else 16384
         return 32768 if itemsize >= 4 or n_cols > MAX_HALF_CHUNK_COLS else 16384
+
+    def split_items(self, itemsize: int) -> int:
+        # ``FAST_FLOAT_SPLIT_ITEMS``: the forward's float32 rows on fast memory.
+        if self._fast_float_forward(itemsize):
+            return FAST_FLOAT_SPLIT_ITEMS
+        return super().split_items(itemsize)
 
     def split_chunk(self, chunk: int, range_cols: int, itemsize: int) -> int:
         # ``FAST_SPLIT_LONG_CHUNK``: the forward's float32 and 2-byte rows on fast memory.
