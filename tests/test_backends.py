@@ -27,6 +27,15 @@ def _cuda_forward(layout: RowLayout, itemsize: int) -> tuple[launcher.Plan, Cuda
     return launcher.plan(layout, itemsize, 132, be), be.for_layout(layout, itemsize)
 
 
+def _split(be: CudaBackend, layout: RowLayout, itemsize: int,
+           streams: int = 1) -> tuple[launcher.Plan, int]:
+    """``be``'s plan for ``layout`` on 132 SMs, which must be the split variant, and its
+    warps."""
+    p = launcher.plan(layout, itemsize, 132, be, streams=streams)
+    assert p.variant == "split"
+    return p, be.for_layout(layout, itemsize, streams).options(p, itemsize)["num_warps"]
+
+
 def _plan_launches_by(monkeypatch: pytest.MonkeyPatch, be: CudaBackend) -> None:
     """Launches on CUDA device 0 planned by ``be`` for 132 SMs, without a GPU (nothing is
     launched)."""
@@ -348,14 +357,9 @@ def test_cuda_float32_split_rows_on_four_warps_on_fast_memory(shape: tuple[int, 
     rows and other GPUs (the H100) keep 8, and the backward its plan."""
     fast, plain = CudaBackend("cuda", 90, fast_memory=True), CudaBackend("cuda", 90)
     layout = _contiguous(*shape)
-
-    def split_warps(be: CudaBackend, itemsize: int, streams: int = 1) -> int:
-        p = launcher.plan(layout, itemsize, 132, be, streams=streams)
-        assert p.variant == "split"
-        return be.for_layout(layout, itemsize, streams).options(p, itemsize)["num_warps"]
-
-    assert (split_warps(fast, 4), split_warps(plain, 4), split_warps(fast, 2)) == (4, 8, 8)
-    assert split_warps(fast, 4, 2) == split_warps(plain, 4, 2)
+    warps = [_split(be, layout, itemsize)[1] for be, itemsize in ((fast, 4), (plain, 4), (fast, 2))]
+    assert warps == [4, 8, 8]
+    assert _split(fast, layout, 4, 2)[1] == _split(plain, layout, 4, 2)[1]
 
 
 @pytest.mark.parametrize("shape,float_plan,half_plan", [
@@ -373,23 +377,17 @@ def test_cuda_split_plans_on_fast_memory(shape: tuple[int, int], float_plan: tup
     their plans: chunks of 4096, 4 items an SM. Plans as (chunk, splits)."""
     fast, plain = CudaBackend("cuda", 90, fast_memory=True), CudaBackend("cuda", 90)
     layout = _contiguous(*shape)
-
-    def split(be: CudaBackend, itemsize: int, streams: int = 1) -> tuple[launcher.Plan, int]:
-        p = launcher.plan(layout, itemsize, 132, be, streams=streams)
-        assert p.variant == "split"
-        return p, be.for_layout(layout, itemsize, streams).options(p, itemsize)["num_warps"]
-
     for itemsize, want, warps in ((4, float_plan, 4), (2, half_plan, 8)):
-        p, w = split(fast, itemsize)
+        p, w = _split(fast, layout, itemsize)
         assert (p.block_n, p.n_splits, w) == (*want, warps)
         assert (p.block_n == 8192) == (triton.cdiv(shape[1], p.n_splits) > 4096)
         assert p.split_cols(shape[1]) % p.block_n == 0
-        before = split(plain, itemsize)[0]
+        before = _split(plain, layout, itemsize)[0]
         assert before.block_n == 4096
         assert (before.n_splits == p.n_splits) if itemsize == 2 else (
             before.n_splits <= p.n_splits)
-        assert split(fast, itemsize, 2) == split(plain, itemsize, 2)
-    assert split(fast, 8) == split(plain, 8)
+        assert _split(fast, layout, itemsize, 2) == _split(plain, layout, itemsize, 2)
+    assert _split(fast, layout, 8) == _split(plain, layout, 8)
 
 
 @pytest.mark.parametrize("shape,warps", [((2048, 20001), 8), ((1024, 16401), 8),

@@ -1064,9 +1064,8 @@ class CudaBackend(Backend):
                 return FAST_FLOAT_ROW_WARPS
         if plan.variant == "split" and self._fast_float_forward(itemsize):
             return FAST_FLOAT_SPLIT_WARPS
-        if (plan.variant == "split" and self.fast_memory and itemsize == 2
-                and plan.block_n == FAST_SPLIT_LONG_CHUNK):
-            return 8  # 32 elements a thread, as chunks of 4096 on 8
+        if plan.variant == "split" and plan.block_n == FAST_SPLIT_LONG_CHUNK:
+            return 8  # 2-byte rows (``split_chunk``): 32 elements a thread, as 4096 on 8
         if plan.variant == "online" and self.narrow_float_chunks and plan.last_n:
             return FAST_FLOAT_NARROW_CHUNK_WARPS
         if plan.variant == "online" and itemsize == 2 and self.streams == 1:
