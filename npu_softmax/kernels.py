@@ -87,6 +87,25 @@ def _exp(x):
 
 
 @triton.jit
+def _log_for_exp(d):
+    # log(d) in the units of ``_exp``'s exponent: log2(d) where ``_exp`` is exp2 of x * log2(e).
+    if EXP2:
+        if d.dtype == tl.float32:
+            return tl.math.log2(d)
+    return tl.log(d)
+
+
+@triton.jit
+def _exp_over(t, log_d):
+    # exp(t) / d for ``log_d = _log_for_exp(d)``: the division taken into the exponent, so that
+    # with exp2 the exponent is one FMA (t * log2(e) - log2(d)) and no multiply follows.
+    if EXP2:
+        if t.dtype == tl.float32:
+            return tl.math.exp2(t * LOG2E - log_d)
+    return tl.exp(t - log_d)
+
+
+@triton.jit
 def _widen(i, INDEX_64: tl.constexpr):
     # Offsets stay int32 unless the launcher saw an offset that can pass 2**31. tl.cast, not
     # i.to(): under the interpreter a tl.range loop index is a Python int, with no .to().
@@ -246,21 +265,29 @@ def _safe_shift(m):
 
 
 @triton.jit
-def _finish(x, shift, norm, LOG: tl.constexpr):
-    # ``norm`` is ``log(sum)`` for log-softmax, ``1 / sum`` for softmax (once per row, so the
-    # per-element work is one subtraction or one multiply). ``x - shift`` comes first in the
-    # log form so a large max cancels exactly before ``log(sum)`` is taken off.
+def _finish(x, shift, norm, LOG: tl.constexpr, FOLD: tl.constexpr):
+    # ``norm`` is ``_norm(sum, LOG, FOLD)``, once per row, so the per-element work after
+    # ``x - shift`` is one subtraction, one multiply or (FOLD) none: the sum is taken off inside
+    # the exponent (``_exp_over``). ``x - shift`` comes first so that a large max cancels
+    # exactly before the sum is taken off. Kernels that hold a row keep FOLD off: the compiler
+    # then reuses the exp values of the row's sum for its output.
     if LOG:
         y = (x - shift) - norm
+    elif FOLD:
+        y = _exp_over(x - shift, norm)
     else:
         y = _exp(x - shift) * norm
     return y
 
 
 @triton.jit
-def _norm(d, LOG: tl.constexpr):
+def _norm(d, LOG: tl.constexpr, FOLD: tl.constexpr):
+    # What ``_finish`` takes off a row whose sum is ``d``: log(d) for log-softmax; for softmax
+    # ``1 / d``, or with FOLD ``_log_for_exp(d)``.
     if LOG:
         n = tl.log(d)
+    elif FOLD:
+        n = _log_for_exp(d)
     else:
         n = 1.0 / d
     return n
@@ -371,17 +398,18 @@ def _range_stats(x_row, col_stride, cols, lo, hi, scale, BLOCK_N: tl.constexpr,
 @triton.jit
 def _store_lanes(base, p, body, y_start, x_col_stride, y_col_stride, shift, norm, scale,
                  OUT_TY: tl.constexpr, ACC_TY: tl.constexpr, LOG: tl.constexpr,
-                 EVICT: tl.constexpr, STORE_CACHE: tl.constexpr, VEC: tl.constexpr):
+                 FOLD: tl.constexpr, EVICT: tl.constexpr, STORE_CACHE: tl.constexpr,
+                 VEC: tl.constexpr):
     # The output of lanes p of a range read from _range_body, lane p at y_start[p * y_col_stride].
     x = _load_body(base, p, body, x_col_stride, scale, ACC_TY, EVICT, VEC)
-    _store_out(x, p, body, y_start, y_col_stride, shift, norm, OUT_TY, LOG, STORE_CACHE)
+    _store_out(x, p, body, y_start, y_col_stride, shift, norm, OUT_TY, LOG, FOLD, STORE_CACHE)
 
 
 @triton.jit
 def _store_out(x, p, body, y_start, y_col_stride, shift, norm, OUT_TY: tl.constexpr,
-               LOG: tl.constexpr, STORE_CACHE: tl.constexpr):
+               LOG: tl.constexpr, FOLD: tl.constexpr, STORE_CACHE: tl.constexpr):
     # ``_store_lanes`` of lanes ``x`` already read (and scaled).
-    tl.store(y_start + p * y_col_stride, _finish(x, shift, norm, LOG).to(OUT_TY),
+    tl.store(y_start + p * y_col_stride, _finish(x, shift, norm, LOG, FOLD).to(OUT_TY),
              mask=p < body, cache_modifier=STORE_CACHE)
 
 
@@ -394,7 +422,8 @@ def _last_chunk(body, BLOCK_N: tl.constexpr):
 @triton.jit
 def _store_chunks(base, body, y_start, x_col_stride, y_col_stride, shift, norm, scale, cols,
                   BLOCK_N: tl.constexpr, LAST_N: tl.constexpr, OUT_TY: tl.constexpr,
-                  ACC_TY: tl.constexpr, LOG: tl.constexpr, EVICT: tl.constexpr,
+                  ACC_TY: tl.constexpr, LOG: tl.constexpr, FOLD: tl.constexpr,
+                  EVICT: tl.constexpr,
                   STORE_CACHE: tl.constexpr, VEC: tl.constexpr, pre, PRE: tl.constexpr):
     # The output of a range read from _range_body in the chunks of _range_stats (whole BLOCK_N
     # chunks, then LAST_N ones), last chunk first: the chunks this program read last (for the
@@ -407,30 +436,30 @@ def _store_chunks(base, body, y_start, x_col_stride, y_col_stride, shift, norm, 
         for k in tl.range(0, n_last):
             p = tl.multiple_of(full + (n_last - 1 - k) * LAST_N, LAST_N) + last
             _store_lanes(base, p, body, y_start, x_col_stride, y_col_stride, shift, norm,
-                         scale, OUT_TY, ACC_TY, LOG, EVICT, STORE_CACHE, VEC)
+                         scale, OUT_TY, ACC_TY, LOG, FOLD, EVICT, STORE_CACHE, VEC)
     n_chunks = tl.cdiv(full, BLOCK_N)
     done = 0
     if PRE:
         tl.static_assert(LAST_N == BLOCK_N)
         _store_out(_scaled(pre, scale, ACC_TY), _last_chunk(body, BLOCK_N) + cols, body,
-                   y_start, y_col_stride, shift, norm, OUT_TY, LOG, STORE_CACHE)
+                   y_start, y_col_stride, shift, norm, OUT_TY, LOG, FOLD, STORE_CACHE)
         done = 1
     for k in tl.range(done, n_chunks):
         p = tl.multiple_of((n_chunks - 1 - k) * BLOCK_N, BLOCK_N) + cols
         _store_lanes(base, p, body, y_start, x_col_stride, y_col_stride, shift, norm, scale,
-                     OUT_TY, ACC_TY, LOG, EVICT, STORE_CACHE, VEC)
+                     OUT_TY, ACC_TY, LOG, FOLD, EVICT, STORE_CACHE, VEC)
 
 
 @triton.jit
 def _range_normalize(x_row, y_row, x_col_stride, y_col_stride, cols, lo, hi, shift, d, scale,
                      BLOCK_N: tl.constexpr, LAST_N: tl.constexpr, OUT_TY: tl.constexpr,
-                     ACC_TY: tl.constexpr, LOG: tl.constexpr, EVICT: tl.constexpr,
-                     STORE_CACHE: tl.constexpr, VEC: tl.constexpr, Y_LIKE_X: tl.constexpr, pre,
-                     PRE: tl.constexpr):
+                     ACC_TY: tl.constexpr, LOG: tl.constexpr, FOLD: tl.constexpr,
+                     EVICT: tl.constexpr, STORE_CACHE: tl.constexpr, VEC: tl.constexpr,
+                     Y_LIKE_X: tl.constexpr, pre, PRE: tl.constexpr):
     """``y_row[lo:hi]`` from the row's ``shift`` (safe max) and ``d = sum(exp(x - shift))``,
     reading from ``_range_body`` in the chunks of ``_range_stats`` (``BLOCK_N``, then
     ``LAST_N``) with the L2 eviction policy ``EVICT`` and storing with the cache modifier
-    ``STORE_CACHE``.
+    ``STORE_CACHE``; with ``FOLD`` the sum is taken off inside the exponent (``_finish``).
 
     With ``VEC`` > 1 (both rows contiguous) the body is stored as vectors where the output
     range sits at the same place in its 16-byte blocks as the input (same strides, and
@@ -441,7 +470,7 @@ def _range_normalize(x_row, y_row, x_col_stride, y_col_stride, cols, lo, hi, shi
     4096x50257 on the H100: 2632 -> 2800 GB/s, docs/tuning.md).
     Each element is read before it is written, by this program only, so ``y`` may be ``x``.
     """
-    norm = _norm(d, LOG)
+    norm = _norm(d, LOG, FOLD)
     base, a, body = _range_body(x_row, x_col_stride, lo, hi, VEC)
     # _store_chunks is called from three branches: the runtime test needs y's alignment, and
     # the casts that give it must not be traced where VEC is 1 (Ascend).
@@ -455,15 +484,15 @@ def _range_normalize(x_row, y_row, x_col_stride, y_col_stride, cols, lo, hi, shi
             y_a = a
         if y_a == a:
             _store_chunks(base, body, y_body, 1, 1, shift, norm, scale, cols, BLOCK_N, LAST_N,
-                          OUT_TY, ACC_TY, LOG, EVICT, STORE_CACHE, VEC, pre, PRE)
+                          OUT_TY, ACC_TY, LOG, FOLD, EVICT, STORE_CACHE, VEC, pre, PRE)
         else:
             _store_chunks(base, body, y_row + lo + a, 1, 1, shift, norm, scale, cols, BLOCK_N,
-                          LAST_N, OUT_TY, ACC_TY, LOG, EVICT, STORE_CACHE, VEC, pre, PRE)
-        tl.store(y_row + lo + e, _finish(xe, shift, norm, LOG).to(OUT_TY), mask=e_mask,
+                          LAST_N, OUT_TY, ACC_TY, LOG, FOLD, EVICT, STORE_CACHE, VEC, pre, PRE)
+        tl.store(y_row + lo + e, _finish(xe, shift, norm, LOG, FOLD).to(OUT_TY), mask=e_mask,
                  cache_modifier=STORE_CACHE)
     else:
         _store_chunks(base, body, y_row + lo * y_col_stride, x_col_stride, y_col_stride, shift,
-                      norm, scale, cols, BLOCK_N, LAST_N, OUT_TY, ACC_TY, LOG, EVICT,
+                      norm, scale, cols, BLOCK_N, LAST_N, OUT_TY, ACC_TY, LOG, FOLD, EVICT,
                       STORE_CACHE, VEC, pre, PRE)
 
 
@@ -476,12 +505,12 @@ def _store_row_body(y_body, x, xt, cols, n_body, n_cols, y_col_stride, shift, no
     # ``_hold`` keeps them), columns ``cols`` and BLOCK_N.. of the ``n_body`` elements at
     # ``y_body``.
     tl.store(y_body + cols * y_col_stride,
-             _finish(_use(x, scale, ACC_TY), shift, norm, LOG).to(OUT_TY),
+             _finish(_use(x, scale, ACC_TY), shift, norm, LOG, False).to(OUT_TY),
              mask=cols < n_body, cache_modifier=STORE_CACHE)
     if TAIL_N > 0:
         t_cols, _ = _tail_cols(n_cols, BLOCK_N, TAIL_N, INDEX_64)
         tl.store(y_body + t_cols * y_col_stride,
-                 _finish(_use(xt, scale, ACC_TY), shift, norm, LOG).to(OUT_TY),
+                 _finish(_use(xt, scale, ACC_TY), shift, norm, LOG, False).to(OUT_TY),
                  mask=t_cols < n_body, cache_modifier=STORE_CACHE)
 
 
@@ -532,10 +561,10 @@ def softmax_row_kernel(
             d += tl.sum(_exp(_use(xt, scale, ACC_TY) - shift), axis=0)
         if VEC > 1:
             d += tl.sum(_exp(xe - shift), axis=0)
-        norm = _norm(d, LOG)
+        norm = _norm(d, LOG, False)
         y_row = y_ptr + _row_start(row, n_inner, y_outer_stride, y_inner_stride, ALIGN)
         if VEC > 1:
-            tl.store(y_row + e, _finish(xe, shift, norm, LOG).to(OUT_TY), mask=e_mask,
+            tl.store(y_row + e, _finish(xe, shift, norm, LOG, False).to(OUT_TY), mask=e_mask,
                      cache_modifier=STORE_CACHE)
             y_body, y_a, _ = _aligned_body(y_row, n_cols, VEC)
             if y_a == a:
@@ -549,7 +578,7 @@ def softmax_row_kernel(
                 # rows lost that way (docs/tuning.md).
                 _store_chunks(x_body, n_body, y_row + a, 1, 1, shift, norm, scale,
                               tl.arange(0, FALLBACK_CHUNK), FALLBACK_CHUNK, FALLBACK_CHUNK,
-                              OUT_TY, ACC_TY, LOG, "", STORE_CACHE, VEC, 0, False)
+                              OUT_TY, ACC_TY, LOG, False, "", STORE_CACHE, VEC, 0, False)
             else:
                 _store_row_body(y_row + a, x, xt, cols, n_body, n_cols, y_col_stride, shift,
                                 norm, scale, BLOCK_N, TAIL_N, INDEX_64, OUT_TY, ACC_TY, LOG,
@@ -632,23 +661,23 @@ def softmax_tile_kernel(
             d += tl.sum(_exp(_use(xt, scale, ACC_TY) - shift), axis=1)
         if VEC > 1 and BODY:
             d += tl.sum(_exp(xe - shift), axis=1)
-        norm = _norm(d, LOG)[:, None]
+        norm = _norm(d, LOG, False)[:, None]
         y_start = _row_start(rows, n_inner, y_outer_stride, y_inner_stride, ALIGN)
         if VEC > 1 and BODY:
             y_row = y_ptr + y_start
-            tl.store(y_row[:, None] + e, _finish(xe, shift, norm, LOG).to(OUT_TY), mask=e_mask,
-                     cache_modifier=STORE_CACHE)
+            tl.store(y_row[:, None] + e, _finish(xe, shift, norm, LOG, False).to(OUT_TY),
+                     mask=e_mask, cache_modifier=STORE_CACHE)
             y_body = y_row + a
             if Y_LIKE_X:
                 y_body = tl.multiple_of(y_body, VEC * ITEM)
             y_cols = y_body[:, None] + lanes
         else:
             y_cols = y_ptr + y_start[:, None] + cols * y_col_stride
-        tl.store(y_cols, _finish(_use(x, scale, ACC_TY), shift, norm, LOG).to(OUT_TY), mask=mask,
-                 cache_modifier=STORE_CACHE)
+        tl.store(y_cols, _finish(_use(x, scale, ACC_TY), shift, norm, LOG, False).to(OUT_TY),
+                 mask=mask, cache_modifier=STORE_CACHE)
         if TAIL_N > 0:
             tl.store(y_ptr + y_start[:, None] + t_cols[None, :] * y_col_stride,
-                     _finish(_use(xt, scale, ACC_TY), shift, norm, LOG).to(OUT_TY),
+                     _finish(_use(xt, scale, ACC_TY), shift, norm, LOG, False).to(OUT_TY),
                      mask=t_mask, cache_modifier=STORE_CACHE)
 
 
@@ -679,7 +708,7 @@ def softmax_online_kernel(
         m, d = _range_stats(x_row, x_col_stride, cols, 0, n_cols, scale, BLOCK_N, LAST_N,
                             ACC_TY, FIRST_EVICT, VEC, STAT_LANES)
         _range_normalize(x_row, y_row, x_col_stride, y_col_stride, cols, 0, n_cols,
-                         _safe_shift(m), d, scale, BLOCK_N, LAST_N, OUT_TY, ACC_TY, LOG,
+                         _safe_shift(m), d, scale, BLOCK_N, LAST_N, OUT_TY, ACC_TY, LOG, True,
                          SECOND_EVICT, STORE_CACHE, VEC, Y_LIKE_X, 0, False)
 
 
@@ -733,13 +762,16 @@ def _split_norm_item(y_ptr, part_ptr, x_ptr, item, n_items, n_cols, n_inner,
     # (``pre``: the range's last chunk, read before pass 1 ended, with ``PRE``).
     OUT_TY: tl.constexpr = y_ptr.dtype.element_ty
     ACC_TY: tl.constexpr = part_ptr.dtype.element_ty
+    # The sum taken off inside the exponent for 2-byte rows only: float32 rows lost 2-3% so
+    # on the H200 (docs/tuning.md, fifty-fifth session).
+    FOLD: tl.constexpr = x_ptr.dtype.element_ty.primitive_bitwidth == 16
     row, lo, hi = _split_range(item, split_cols, n_cols, N_SPLITS)
     shift, d = _combined_parts(part_ptr + row * N_SPLITS + tl.arange(0, N_SPLITS), n_items)
     x_row = x_ptr + _row_start(row, n_inner, x_outer_stride, x_inner_stride, ALIGN)
     y_row = y_ptr + _row_start(row, n_inner, y_outer_stride, y_inner_stride, ALIGN)
     _range_normalize(x_row, y_row, x_col_stride, y_col_stride, cols, lo, hi, shift, d, scale,
-                     BLOCK_N, BLOCK_N, OUT_TY, ACC_TY, LOG, EVICT, STORE_CACHE, VEC, Y_LIKE_X,
-                     pre, PRE)
+                     BLOCK_N, BLOCK_N, OUT_TY, ACC_TY, LOG, FOLD, EVICT, STORE_CACHE, VEC,
+                     Y_LIKE_X, pre, PRE)
 
 
 @triton.jit(do_not_specialize=["n_rows"])

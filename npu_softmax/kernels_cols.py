@@ -123,7 +123,7 @@ def _cols_store(y_lanes, x, cc, mask, y_col_stride, shift, norm, LOG: tl.constex
                 STORE_CACHE: tl.constexpr):
     # Columns ``cc`` of a group's output from its input ``x`` (scaled).
     tl.store(y_lanes + cc * y_col_stride,
-             _finish(x, shift, norm, LOG).to(y_lanes.dtype.element_ty), mask=mask,
+             _finish(x, shift, norm, LOG, False).to(y_lanes.dtype.element_ty), mask=mask,
              cache_modifier=STORE_CACHE)
 
 
@@ -155,14 +155,14 @@ def softmax_cols_kernel(
             mask = imask & (c < n_cols)
             x = _load(x_lanes + c * x_col_stride, mask, scale, ACC_TY, "")
             shift = _safe_shift(tl.max(x, axis=0))[None, :]
-            norm = _norm(tl.sum(_exp(x - shift), axis=0), LOG)[None, :]
-            tl.store(y_lanes + c * y_col_stride, _finish(x, shift, norm, LOG).to(OUT_TY),
+            norm = _norm(tl.sum(_exp(x - shift), axis=0), LOG, False)[None, :]
+            tl.store(y_lanes + c * y_col_stride, _finish(x, shift, norm, LOG, False).to(OUT_TY),
                      mask=mask, cache_modifier=STORE_CACHE)
         else:
             m, d = _cols_stats(x_lanes, imask, x_col_stride, c, 0, n_cols, scale, BLOCK_C,
                                BLOCK_I, ACC_TY, FIRST_EVICT)
             _cols_normalize(x_lanes, y_lanes, imask, x_col_stride, y_col_stride, c, 0, n_cols,
-                            _safe_shift(m)[None, :], _norm(d, LOG)[None, :], scale, BLOCK_C,
+                            _safe_shift(m)[None, :], _norm(d, LOG, False)[None, :], scale, BLOCK_C,
                             ACC_TY, LOG, SECOND_EVICT, STORE_CACHE, 0, False)
 
 
@@ -207,8 +207,9 @@ def _cols_split_norm_item(y_ptr, part_ptr, x_ptr, item, n_items, n_cols, n_inner
     shift, d = _combined_parts(_group_parts(part_ptr, g, N_SPLITS, BLOCK_I), n_items * BLOCK_I)
     _cols_normalize(x_ptr + outer * x_outer_stride + inner * x_inner_stride,
                     y_ptr + outer * y_outer_stride + inner * y_inner_stride, imask,
-                    x_col_stride, y_col_stride, c, lo, hi, shift[None, :], _norm(d, LOG)[None, :],
-                    scale, BLOCK_C, ACC_TY, LOG, EVICT, STORE_CACHE, pre, PRE)
+                    x_col_stride, y_col_stride, c, lo, hi, shift[None, :],
+                    _norm(d, LOG, False)[None, :], scale, BLOCK_C, ACC_TY, LOG, EVICT, STORE_CACHE,
+                    pre, PRE)
 
 
 @triton.jit(do_not_specialize=["n_rows"])
