@@ -453,13 +453,16 @@ def _store_chunks(base, body, y_start, x_col_stride, y_col_stride, shift, norm, 
 @triton.jit
 def _range_normalize(x_row, y_row, x_col_stride, y_col_stride, cols, lo, hi, shift, d, scale,
                      BLOCK_N: tl.constexpr, LAST_N: tl.constexpr, OUT_TY: tl.constexpr,
-                     ACC_TY: tl.constexpr, LOG: tl.constexpr, FOLD: tl.constexpr,
-                     EVICT: tl.constexpr, STORE_CACHE: tl.constexpr, VEC: tl.constexpr,
-                     Y_LIKE_X: tl.constexpr, pre, PRE: tl.constexpr):
+                     ACC_TY: tl.constexpr, LOG: tl.constexpr, EVICT: tl.constexpr,
+                     STORE_CACHE: tl.constexpr, VEC: tl.constexpr, Y_LIKE_X: tl.constexpr, pre,
+                     PRE: tl.constexpr):
     """``y_row[lo:hi]`` from the row's ``shift`` (safe max) and ``d = sum(exp(x - shift))``,
     reading from ``_range_body`` in the chunks of ``_range_stats`` (``BLOCK_N``, then
     ``LAST_N``) with the L2 eviction policy ``EVICT`` and storing with the cache modifier
-    ``STORE_CACHE``; with ``FOLD`` the sum is taken off inside the exponent (``_finish``).
+    ``STORE_CACHE``. 2-byte rows take the sum off inside the exponent (``_finish``'s FOLD), a
+    multiply an element fewer: they carry twice the elements of float32 rows a byte, and
+    bfloat16 rows gained up to 5% so on the H200, where float32 rows ran level or lost up to 2%
+    (docs/tuning.md, fifty-fifth session).
 
     With ``VEC`` > 1 (both rows contiguous) the body is stored as vectors where the output
     range sits at the same place in its 16-byte blocks as the input (same strides, and
@@ -470,6 +473,7 @@ def _range_normalize(x_row, y_row, x_col_stride, y_col_stride, cols, lo, hi, shi
     4096x50257 on the H100: 2632 -> 2800 GB/s, docs/tuning.md).
     Each element is read before it is written, by this program only, so ``y`` may be ``x``.
     """
+    FOLD: tl.constexpr = x_row.dtype.element_ty.primitive_bitwidth == 16
     norm = _norm(d, LOG, FOLD)
     base, a, body = _range_body(x_row, x_col_stride, lo, hi, VEC)
     # _store_chunks is called from three branches: the runtime test needs y's alignment, and
@@ -708,7 +712,7 @@ def softmax_online_kernel(
         m, d = _range_stats(x_row, x_col_stride, cols, 0, n_cols, scale, BLOCK_N, LAST_N,
                             ACC_TY, FIRST_EVICT, VEC, STAT_LANES)
         _range_normalize(x_row, y_row, x_col_stride, y_col_stride, cols, 0, n_cols,
-                         _safe_shift(m), d, scale, BLOCK_N, LAST_N, OUT_TY, ACC_TY, LOG, True,
+                         _safe_shift(m), d, scale, BLOCK_N, LAST_N, OUT_TY, ACC_TY, LOG,
                          SECOND_EVICT, STORE_CACHE, VEC, Y_LIKE_X, 0, False)
 
 
@@ -762,16 +766,13 @@ def _split_norm_item(y_ptr, part_ptr, x_ptr, item, n_items, n_cols, n_inner,
     # (``pre``: the range's last chunk, read before pass 1 ended, with ``PRE``).
     OUT_TY: tl.constexpr = y_ptr.dtype.element_ty
     ACC_TY: tl.constexpr = part_ptr.dtype.element_ty
-    # The sum taken off inside the exponent for 2-byte rows only: float32 rows lost 2-3% so
-    # on the H200 (docs/tuning.md, fifty-fifth session).
-    FOLD: tl.constexpr = x_ptr.dtype.element_ty.primitive_bitwidth == 16
     row, lo, hi = _split_range(item, split_cols, n_cols, N_SPLITS)
     shift, d = _combined_parts(part_ptr + row * N_SPLITS + tl.arange(0, N_SPLITS), n_items)
     x_row = x_ptr + _row_start(row, n_inner, x_outer_stride, x_inner_stride, ALIGN)
     y_row = y_ptr + _row_start(row, n_inner, y_outer_stride, y_inner_stride, ALIGN)
     _range_normalize(x_row, y_row, x_col_stride, y_col_stride, cols, lo, hi, shift, d, scale,
-                     BLOCK_N, BLOCK_N, OUT_TY, ACC_TY, LOG, FOLD, EVICT, STORE_CACHE, VEC,
-                     Y_LIKE_X, pre, PRE)
+                     BLOCK_N, BLOCK_N, OUT_TY, ACC_TY, LOG, EVICT, STORE_CACHE, VEC, Y_LIKE_X,
+                     pre, PRE)
 
 
 @triton.jit(do_not_specialize=["n_rows"])
