@@ -269,8 +269,9 @@ def _finish(x, shift, norm, LOG: tl.constexpr, FOLD: tl.constexpr):
     # ``norm`` is ``_norm(sum, LOG, FOLD)``, once per row, so the per-element work after
     # ``x - shift`` is one subtraction, one multiply or (FOLD) none: the sum is taken off inside
     # the exponent (``_exp_over``). ``x - shift`` comes first so that a large max cancels
-    # exactly before the sum is taken off. Kernels that hold a row keep FOLD off: the compiler
-    # then reuses the exp values of the row's sum for its output.
+    # exactly before the sum is taken off. FOLD is for the looped kernels' 2-byte rows
+    # (``_range_normalize``); the kernels that hold a row keep it off, since the compiler then
+    # reuses the exp values of the row's sum for its output.
     if LOG:
         y = (x - shift) - norm
     elif FOLD:
@@ -423,8 +424,8 @@ def _last_chunk(body, BLOCK_N: tl.constexpr):
 def _store_chunks(base, body, y_start, x_col_stride, y_col_stride, shift, norm, scale, cols,
                   BLOCK_N: tl.constexpr, LAST_N: tl.constexpr, OUT_TY: tl.constexpr,
                   ACC_TY: tl.constexpr, LOG: tl.constexpr, FOLD: tl.constexpr,
-                  EVICT: tl.constexpr,
-                  STORE_CACHE: tl.constexpr, VEC: tl.constexpr, pre, PRE: tl.constexpr):
+                  EVICT: tl.constexpr, STORE_CACHE: tl.constexpr, VEC: tl.constexpr, pre,
+                  PRE: tl.constexpr):
     # The output of a range read from _range_body in the chunks of _range_stats (whole BLOCK_N
     # chunks, then LAST_N ones), last chunk first: the chunks this program read last (for the
     # max and sum) are the likeliest to be still in cache. With ``PRE`` (whole chunks only) the

@@ -227,6 +227,31 @@ def test_few_long_rows_in_ranges_of_several_chunks(kernel_device: str, dtype: to
         _check_into_poisoned(x, log)
 
 
+@pytest.mark.parametrize("variant", ["online", "split"])
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+@pytest.mark.parametrize("log", [False, True])
+def test_looped_two_byte_rows_far_from_zero(kernel_device: str, variant: str,
+                                            dtype: torch.dtype, log: bool) -> None:
+    """The looped variants take a 2-byte row's sum off inside the exponent (``_finish``'s
+    FOLD, ``exp2(t * log2(e) - log2(sum))``): rows of 70001 elements, one of equal logits far
+    from 0 (every probability 1/70001, the largest sum), one of spread 40 around 200, one of 71
+    logits among -inf, one of spread 3, at a temperature of 0.7, into outputs poisoned with
+    NaN."""
+    x = torch.randn(4, 70001).mul(40).add(200)
+    x[0] = 250.0
+    x[2] = float("-inf")
+    x[2, ::1000] = torch.randn(71) * 3
+    x[3] = torch.randn(70001) * 3
+    x = x.to(dtype).to(kernel_device)
+    y = torch.full_like(x, float("nan"))
+    if log:
+        npu_softmax.log_softmax(x, -1, temperature=0.7, variant=variant, out=y)
+        assert_close(y, reference(x, -1, log=True, temperature=0.7), dtype)
+    else:
+        npu_softmax.softmax(x, -1, temperature=0.7, variant=variant, out=y)
+        assert_softmax_close(y, reference(x, -1, temperature=0.7))
+
+
 @pytest.mark.parametrize("n_cols", [20001, 32000])
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
 def test_few_rows_that_fit_a_tile(kernel_device: str, n_cols: int, dtype: torch.dtype) -> None:
