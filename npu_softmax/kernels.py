@@ -474,7 +474,9 @@ def _range_normalize(x_row, y_row, x_col_stride, y_col_stride, cols, lo, hi, shi
     4096x50257 on the H100: 2632 -> 2800 GB/s, docs/tuning.md).
     Each element is read before it is written, by this program only, so ``y`` may be ``x``.
     """
-    FOLD: tl.constexpr = x_row.dtype.element_ty.primitive_bitwidth == 16
+    # (Through ITEM: under triton-ascend 3.2 the bit width compared with 16 gave no bool.)
+    ITEM: tl.constexpr = x_row.dtype.element_ty.primitive_bitwidth // 8
+    FOLD: tl.constexpr = ITEM == 2
     norm = _norm(d, LOG, FOLD)
     base, a, body = _range_body(x_row, x_col_stride, lo, hi, VEC)
     # _store_chunks is called from three branches: the runtime test needs y's alignment, and
