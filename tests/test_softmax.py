@@ -157,16 +157,19 @@ def test_long_rows_as_planned(kernel_device: str, n_cols: int, dtype: torch.dtyp
     assert_softmax_close(y, reference(x, -1))
 
 
-def _check_into_poisoned(x: torch.Tensor, log: bool) -> None:
-    """npu_softmax's softmax of ``x`` over its last dim (log_softmax with ``log``) into an
-    output poisoned with NaN, against float64."""
+def _check_into_poisoned(x: torch.Tensor, log: bool, temperature: float | None = None,
+                         variant: str | None = None) -> None:
+    """npu_softmax's softmax of ``x / temperature`` over its last dim (log_softmax with
+    ``log``; the launcher's plan, or ``variant``) into an output poisoned with NaN, against
+    float64."""
     y = torch.full_like(x, float("nan"))
+    t = 1.0 if temperature is None else temperature
     if log:
-        npu_softmax.log_softmax(x, -1, out=y)
-        assert_close(y, reference(x, -1, log=True), x.dtype)
+        npu_softmax.log_softmax(x, -1, temperature=temperature, variant=variant, out=y)
+        assert_close(y, reference(x, -1, log=True, temperature=t), x.dtype)
     else:
-        npu_softmax.softmax(x, -1, out=y)
-        assert_softmax_close(y, reference(x, -1))
+        npu_softmax.softmax(x, -1, temperature=temperature, variant=variant, out=y)
+        assert_softmax_close(y, reference(x, -1, temperature=t))
 
 
 @pytest.mark.parametrize("dtype,n_cols", [
@@ -242,14 +245,7 @@ def test_looped_two_byte_rows_far_from_zero(kernel_device: str, variant: str,
     x[2] = float("-inf")
     x[2, ::1000] = torch.randn(71) * 3
     x[3] = torch.randn(70001) * 3
-    x = x.to(dtype).to(kernel_device)
-    y = torch.full_like(x, float("nan"))
-    if log:
-        npu_softmax.log_softmax(x, -1, temperature=0.7, variant=variant, out=y)
-        assert_close(y, reference(x, -1, log=True, temperature=0.7), dtype)
-    else:
-        npu_softmax.softmax(x, -1, temperature=0.7, variant=variant, out=y)
-        assert_softmax_close(y, reference(x, -1, temperature=0.7))
+    _check_into_poisoned(x.to(dtype).to(kernel_device), log, temperature=0.7, variant=variant)
 
 
 @pytest.mark.parametrize("n_cols", [20001, 32000])

@@ -726,13 +726,17 @@ class CudaBackend(Backend):
             return False
         return n_cols > MAX_HALF_TILE_COLS or self._fast_small_chunk_row(n_cols, itemsize)
 
+    def _fast_forward(self) -> bool:
+        # The forward on a GPU of fast memory (``FAST_MEMORY_BYTES_PER_SM``).
+        return self.fast_memory and self.streams == 1
+
     def _fast_float_forward(self, itemsize: int) -> bool:
         # The forward's float32 rows on a GPU of fast memory (``MAX_FAST_FLOAT_TILE_COLS``).
-        return self.fast_memory and self.streams == 1 and itemsize == 4
+        return self._fast_forward() and itemsize == 4
 
     def _fast_small_chunk_row(self, n_cols: int, itemsize: int) -> bool:
         # The forward's 2-byte rows that fast memory reads in chunks of ``FAST_SMALL_CHUNK``.
-        return (self.fast_memory and self.streams == 1 and itemsize == 2
+        return (self._fast_forward() and itemsize == 2
                 and MIN_FAST_SMALL_CHUNK_COLS < n_cols <= MAX_FAST_SMALL_CHUNK_COLS)
 
     def split_rows(self, n_rows: int, n_cols: int, n_cores: int) -> bool:
@@ -903,7 +907,7 @@ class CudaBackend(Backend):
 
     def split_chunk(self, chunk: int, range_cols: int, itemsize: int) -> int:
         # ``FAST_SPLIT_LONG_CHUNK``: the forward's float32 and 2-byte rows on fast memory.
-        if self.fast_memory and self.streams == 1 and itemsize <= 4 and range_cols > chunk:
+        if self._fast_forward() and itemsize <= 4 and range_cols > chunk:
             return max(chunk, FAST_SPLIT_LONG_CHUNK)
         return chunk
 
