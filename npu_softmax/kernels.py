@@ -311,6 +311,15 @@ def _merge_stats(m, d, x):
 
 
 @triton.jit
+def _merge_raw_stats(m, d, x, scale, ACC_TY: tl.constexpr):
+    # ``_merge_stats`` of ``x * scale`` for ``x`` as loaded. The max is taken before the scale: a
+    # positive scale keeps the order, and its rounding is monotone, so the max is the same.
+    m_new = tl.maximum(m, _scaled(tl.max(x, axis=0), scale, ACC_TY))
+    shift = _safe_shift(m_new)
+    return m_new, d * _exp(m - shift) + tl.sum(_exp(_scaled(x, scale, ACC_TY) - shift), axis=0)
+
+
+@triton.jit
 def _split_range(item, split_cols, n_cols, N_SPLITS: tl.constexpr):
     """Row and column range ``[lo, hi)`` of work item ``item`` of a row split ``N_SPLITS`` ways."""
     lo = (item % N_SPLITS) * split_cols
@@ -358,7 +367,7 @@ def _range_stats(x_row, col_stride, cols, lo, hi, scale, BLOCK_N: tl.constexpr,
     if VEC > 1:
         # The elements around the body, loaded first so that their latency overlaps the loop.
         e, e_mask = _edge_lanes(a, body, hi - lo, VEC)
-        xe = _load(x_row + lo + e, e_mask, scale, ACC_TY, EVICT)
+        xe = _load_raw(x_row + lo + e, e_mask, EVICT)
     full = _whole_chunks(body, BLOCK_N, LAST_N)
     if LANES > 0:
         # Offsets of the tiles' elements, in the type of ``cols`` (64-bit with INDEX_64).
@@ -392,7 +401,12 @@ def _range_stats(x_row, col_stride, cols, lo, hi, scale, BLOCK_N: tl.constexpr,
                                scale, ACC_TY, EVICT, VEC)
                 m_row, d_row = _merge_stats(m_row, d_row, x)
     if VEC > 1:
-        m_row, d_row = _merge_stats(m_row, d_row, xe)
+        # The elements around the body are scaled at their merge, not at their load: compiled
+        # for sm_90, the split's first pass and the float32 online kernel in chunks of 32768 or
+        # 4096 had the conversion and multiply right after the load, before the loop, which
+        # then waited for that load once a range (fp32 4096x50257 on the H200: 3892 -> 4030
+        # GB/s; docs/tuning.md).
+        m_row, d_row = _merge_raw_stats(m_row, d_row, xe, scale, ACC_TY)
     return m_row, d_row
 
 
