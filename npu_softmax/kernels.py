@@ -405,7 +405,7 @@ def _range_stats(x_row, col_stride, cols, lo, hi, scale, BLOCK_N: tl.constexpr,
         # for sm_90, the split's first pass and the float32 online kernel in chunks of 32768 or
         # 4096 had the conversion and multiply right after the load, before the loop, which
         # then waited for that load once a range (fp32 4096x50257 on the H200: 3892 -> 4030
-        # GB/s; docs/tuning.md).
+        # GB/s). ptxas still puts a 2-byte edge's conversion there in some plans (docs/tuning.md).
         m_row, d_row = _merge_raw_stats(m_row, d_row, xe, scale, ACC_TY)
     return m_row, d_row
 
