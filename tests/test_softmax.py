@@ -157,19 +157,18 @@ def test_long_rows_as_planned(kernel_device: str, n_cols: int, dtype: torch.dtyp
     assert_softmax_close(y, reference(x, -1))
 
 
-def _check_into_poisoned(x: torch.Tensor, log: bool, temperature: float | None = None,
+def _check_into_poisoned(x: torch.Tensor, log: bool, temperature: float = 1.0,
                          variant: str | None = None) -> None:
     """npu_softmax's softmax of ``x / temperature`` over its last dim (log_softmax with
     ``log``; the launcher's plan, or ``variant``) into an output poisoned with NaN, against
     float64."""
     y = torch.full_like(x, float("nan"))
-    t = 1.0 if temperature is None else temperature
     if log:
         npu_softmax.log_softmax(x, -1, temperature=temperature, variant=variant, out=y)
-        assert_close(y, reference(x, -1, log=True, temperature=t), x.dtype)
+        assert_close(y, reference(x, -1, log=True, temperature=temperature), x.dtype)
     else:
         npu_softmax.softmax(x, -1, temperature=temperature, variant=variant, out=y)
-        assert_softmax_close(y, reference(x, -1, temperature=t))
+        assert_softmax_close(y, reference(x, -1, temperature=temperature))
 
 
 @pytest.mark.parametrize("dtype,n_cols", [
