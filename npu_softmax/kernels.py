@@ -802,8 +802,10 @@ def softmax_split_norm_kernel(
     ALIGN: tl.constexpr, Y_LIKE_X: tl.constexpr,
 ):
     """Pass 2 of a split row: combine the row's partial max/sum, normalise one column range
-    (reading with the L2 eviction policy ``EVICT``). Items run in the reverse order of pass 1,
-    whose last items are the likeliest in cache.
+    (reading with the L2 eviction policy ``EVICT``). Of ``P`` programs, program ``p`` takes
+    items ``p``, ``p + P``, ``p + 2P``, ... last first: pass 1's last items, the likeliest
+    still in cache, come first, and each program's items are neighbours of one another in pass
+    1's order (docs/tuning.md, fifty-seventh session).
 
     A program reads only the column range it writes (pass 1 has read the whole row before this
     kernel writes), so ``y`` may be ``x`` (in place). With ``PDL`` this kernel is launched
@@ -815,10 +817,13 @@ def softmax_split_norm_kernel(
     n_cols = _aligned(n_cols, ALIGN)
     cols = _widen(tl.arange(0, BLOCK_N), INDEX_64)
     n_items = n_rows * N_SPLITS
-    pid = tl.program_id(0)
-    first = pid
+    pid = _widen(tl.program_id(0), INDEX_64)
+    n_programs = tl.num_programs(0)
+    n_mine = tl.cdiv(n_items - pid, n_programs)
+    last = pid + (n_mine - 1) * n_programs
+    first = 0
     if PDL:
-        item = n_items - 1 - _widen(pid, INDEX_64)
+        item = last
         row, lo, hi = _split_range(item, split_cols, n_cols, N_SPLITS)
         x_row = x_ptr + _row_start(row, n_inner, x_outer_stride, x_inner_stride, ALIGN)
         base, _, body = _range_body(x_row, x_col_stride, lo, hi, VEC)
@@ -830,9 +835,9 @@ def softmax_split_norm_kernel(
                          y_outer_stride, y_inner_stride, y_col_stride, split_cols, scale, cols,
                          N_SPLITS, BLOCK_N, LOG, EVICT, STORE_CACHE, VEC, ALIGN, Y_LIKE_X, pre,
                          True)
-        first += tl.num_programs(0)
-    for i in tl.range(first, n_items, tl.num_programs(0)):
-        _split_norm_item(y_ptr, part_ptr, x_ptr, n_items - 1 - _widen(i, INDEX_64), n_items,
+        first = 1
+    for k in tl.range(first, n_mine):
+        _split_norm_item(y_ptr, part_ptr, x_ptr, last - k * n_programs, n_items,
                          n_cols, n_inner, x_outer_stride, x_inner_stride, x_col_stride,
                          y_outer_stride, y_inner_stride, y_col_stride, split_cols, scale, cols,
                          N_SPLITS, BLOCK_N, LOG, EVICT, STORE_CACHE, VEC, ALIGN, Y_LIKE_X, 0,
