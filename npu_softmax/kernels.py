@@ -792,6 +792,21 @@ def _split_norm_item(y_ptr, part_ptr, x_ptr, item, n_items, n_cols, n_inner,
                      pre, PRE)
 
 
+@triton.jit
+def _items_last_first(n_items, INDEX_64: tl.constexpr):
+    """The split second passes' share of ``n_items`` work items: of ``P`` programs, program
+    ``p`` takes items ``p``, ``p + P``, ``p + 2P``, ... last first, so each wave of programs
+    starts on pass 1's last items, the likeliest still in L2. Returns ``(last, count, P)``:
+    the program's ``k``-th item is ``last - k * P``. Pass 1's reverse order (program ``p``:
+    ``n_items - 1 - p``, then ``P`` less each time) gives each wave the same items but ran up
+    to 4% slower on batches of vocabulary rows on the H200 (docs/tuning.md, fifty-seventh
+    session)."""
+    pid = _widen(tl.program_id(0), INDEX_64)
+    n_programs = tl.num_programs(0)
+    count = tl.cdiv(n_items - pid, n_programs)
+    return pid + (count - 1) * n_programs, count, n_programs
+
+
 @triton.jit(do_not_specialize=["n_rows"])
 def softmax_split_norm_kernel(
     y_ptr, part_ptr, x_ptr, n_rows, n_cols, n_inner,
@@ -802,11 +817,8 @@ def softmax_split_norm_kernel(
     ALIGN: tl.constexpr, Y_LIKE_X: tl.constexpr,
 ):
     """Pass 2 of a split row: combine the row's partial max/sum, normalise one column range
-    (reading with the L2 eviction policy ``EVICT``). Of ``P`` programs, program ``p`` takes
-    items ``p``, ``p + P``, ``p + 2P``, ... last first, so each wave of programs starts on pass
-    1's last items, the likeliest still in L2. Pass 1's reverse order (program ``p``: ``n - 1 -
-    p``, ``n - 1 - p - P``, ...) gives each wave the same items but ran up to 4% slower on
-    batches of vocabulary rows on the H200 (docs/tuning.md, fifty-seventh session).
+    (reading with the L2 eviction policy ``EVICT``), items in the order of
+    ``_items_last_first``.
 
     A program reads only the column range it writes (pass 1 has read the whole row before this
     kernel writes), so ``y`` may be ``x`` (in place). With ``PDL`` this kernel is launched
@@ -818,10 +830,7 @@ def softmax_split_norm_kernel(
     n_cols = _aligned(n_cols, ALIGN)
     cols = _widen(tl.arange(0, BLOCK_N), INDEX_64)
     n_items = n_rows * N_SPLITS
-    pid = _widen(tl.program_id(0), INDEX_64)
-    n_programs = tl.num_programs(0)
-    n_mine = tl.cdiv(n_items - pid, n_programs)
-    last = pid + (n_mine - 1) * n_programs
+    last, n_mine, n_programs = _items_last_first(n_items, INDEX_64)
     first = 0
     if PDL:
         item = last

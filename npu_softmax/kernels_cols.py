@@ -28,6 +28,7 @@ from .kernels import (
     _combined_parts,
     _exp,
     _finish,
+    _items_last_first,
     _last_chunk,
     _load,
     _merge_lane_stats,
@@ -222,17 +223,17 @@ def softmax_cols_split_norm_kernel(
     STORE_CACHE: tl.constexpr,
 ):
     """Pass 2 of split groups: combine each row's partial maxima and sums, write one column
-    range. Items run in the reverse order of pass 1, whose last items are the likeliest in
-    cache. With ``PDL`` this kernel waits for pass 1 to finish and its writes to be visible,
-    a program reading the last chunk of its first item before it waits (pass 1 writes only
-    the partial results), as the row kernels' ``softmax_split_norm_kernel`` does."""
+    range, items in the order of ``_items_last_first``. With ``PDL`` this kernel waits for
+    pass 1 to finish and its writes to be visible, a program reading the last chunk of its
+    first item before it waits (pass 1 writes only the partial results), as the row kernels'
+    ``softmax_split_norm_kernel`` does."""
     ACC_TY: tl.constexpr = part_ptr.dtype.element_ty
     c = _widen(tl.arange(0, BLOCK_C), INDEX_64)[:, None]
     n_items = _n_groups(n_rows, n_inner, BLOCK_I) * N_SPLITS
-    pid = tl.program_id(0)
-    first = pid
+    last, n_mine, n_programs = _items_last_first(n_items, INDEX_64)
+    first = 0
     if PDL:
-        item = n_items - 1 - _widen(pid, INDEX_64)
+        item = last
         _, lo, hi, outer, inner, imask = _split_item(item, split_cols, n_cols, n_inner,
                                                      N_SPLITS, BLOCK_I)
         cc = lo + _last_chunk(hi - lo, BLOCK_C) + c
@@ -243,13 +244,12 @@ def softmax_cols_split_norm_kernel(
                               x_outer_stride, x_inner_stride, x_col_stride,
                               y_outer_stride, y_inner_stride, y_col_stride, split_cols, scale,
                               c, N_SPLITS, BLOCK_I, BLOCK_C, LOG, EVICT, STORE_CACHE, pre, True)
-        first += tl.num_programs(0)
-    for i in tl.range(first, n_items, tl.num_programs(0)):
-        _cols_split_norm_item(y_ptr, part_ptr, x_ptr, n_items - 1 - _widen(i, INDEX_64),
-                              n_items, n_cols, n_inner, x_outer_stride, x_inner_stride,
-                              x_col_stride, y_outer_stride, y_inner_stride, y_col_stride,
-                              split_cols, scale, c, N_SPLITS, BLOCK_I, BLOCK_C, LOG, EVICT,
-                              STORE_CACHE, 0, False)
+        first = 1
+    for k in tl.range(first, n_mine):
+        _cols_split_norm_item(y_ptr, part_ptr, x_ptr, last - k * n_programs, n_items, n_cols,
+                              n_inner, x_outer_stride, x_inner_stride, x_col_stride,
+                              y_outer_stride, y_inner_stride, y_col_stride, split_cols, scale,
+                              c, N_SPLITS, BLOCK_I, BLOCK_C, LOG, EVICT, STORE_CACHE, 0, False)
 
 
 @triton.jit
