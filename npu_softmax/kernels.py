@@ -346,6 +346,21 @@ def _merge_lane_stats(m, d, x):
 
 
 @triton.jit
+def _merge_group_stats(m, d, x, GROUP: tl.constexpr):
+    # ``_merge_lane_stats`` with each ``GROUP`` neighbouring lanes of the 2-d ``x`` sharing one
+    # running max ``m`` and sum ``d``: one rescale of ``d`` (an exp) per group and chunk, where
+    # one per lane took an exp for every few elements. A group is what one thread loads as a
+    # vector, so its reductions stay within the thread.
+    ROWS: tl.constexpr = x.shape[0]
+    LANES: tl.constexpr = x.shape[1]
+    x = tl.reshape(x, [ROWS, LANES // GROUP, GROUP])
+    m_new = tl.maximum(m, tl.max(tl.max(x, axis=2), axis=0))
+    shift = _safe_shift(m_new)
+    return m_new, d * _exp(m - shift) + tl.sum(tl.sum(_exp(x - shift[None, :, None]), axis=2),
+                                               axis=0)
+
+
+@triton.jit
 def _range_stats(x_row, col_stride, cols, lo, hi, scale, BLOCK_N: tl.constexpr,
                  LAST_N: tl.constexpr, ACC_TY: tl.constexpr, EVICT: tl.constexpr,
                  VEC: tl.constexpr, LANES: tl.constexpr):
@@ -355,13 +370,17 @@ def _range_stats(x_row, col_stride, cols, lo, hi, scale, BLOCK_N: tl.constexpr,
     The whole ``BLOCK_N`` chunks come first, then what is left in chunks of ``LAST_N`` (at most
     ``BLOCK_N``; the launcher sizes it to the row's rest, so a row of 3.1 chunks does not spend
     a fourth chunk's work on masked lanes). With ``LANES`` 0 every chunk is reduced to the
-    running max and sum at once. With ``LANES`` > 0 (at most ``LAST_N``) each of ``LANES`` lanes
-    keeps its own running max and sum, folded into one only after the last chunk: a chunk is
-    read as rows of ``LANES`` elements, and a lane takes the same column of every row. The
-    launcher sets the lanes to the elements the program's threads load at once, so the
-    reductions inside the loop stay within a thread and no chunk waits at a block-wide
-    reduction before the next one is read.
+    running max and sum at once. With ``LANES`` > 0 (at most ``LAST_N``) a chunk is read as rows
+    of ``LANES`` elements, a lane taking the same column of every row, and each group of lanes
+    that make one 16-byte vector of the input keeps its own running max and sum, folded into
+    one only after the last chunk. The launcher sets the lanes to the elements the program's
+    threads load at once, so a group is one thread's vector: the reductions inside the loop
+    stay within a thread, and no chunk waits at a block-wide reduction before the next one is
+    read.
     """
+    # Lanes of one 16-byte vector of the input (8 of 2 bytes, 4 of float32), or all of them.
+    VECTOR: tl.constexpr = 128 // x_row.dtype.element_ty.primitive_bitwidth
+    GROUP: tl.constexpr = VECTOR if VECTOR < LANES else LANES
     tl.static_assert(LANES <= LAST_N)
     base, a, body = _range_body(x_row, col_stride, lo, hi, VEC)
     if VEC > 1:
@@ -373,18 +392,18 @@ def _range_stats(x_row, col_stride, cols, lo, hi, scale, BLOCK_N: tl.constexpr,
         # Offsets of the tiles' elements, in the type of ``cols`` (64-bit with INDEX_64).
         lanes = tl.arange(0, LANES)[None, :]
         q = (tl.arange(0, BLOCK_N // LANES)[:, None] * LANES + lanes).to(cols.dtype)
-        m = tl.full([LANES], float("-inf"), ACC_TY)
-        d = tl.zeros([LANES], ACC_TY)
+        m = tl.full([LANES // GROUP], float("-inf"), ACC_TY)
+        d = tl.zeros([LANES // GROUP], ACC_TY)
         for start in tl.range(0, full, BLOCK_N):
             x = _load_body(base, tl.multiple_of(start, BLOCK_N) + q, body, col_stride, scale,
                            ACC_TY, EVICT, VEC)
-            m, d = _merge_lane_stats(m, d, x)
+            m, d = _merge_group_stats(m, d, x, GROUP)
         if LAST_N < BLOCK_N:
             q_last = (tl.arange(0, LAST_N // LANES)[:, None] * LANES + lanes).to(cols.dtype)
             for start in tl.range(full, body, LAST_N):
                 x = _load_body(base, tl.multiple_of(start, LAST_N) + q_last, body, col_stride,
                                scale, ACC_TY, EVICT, VEC)
-                m, d = _merge_lane_stats(m, d, x)
+                m, d = _merge_group_stats(m, d, x, GROUP)
         m_row = tl.max(m, axis=0)
         d_row = tl.sum(d * _exp(m - _safe_shift(m_row)), axis=0)
     else:

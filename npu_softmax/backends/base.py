@@ -53,8 +53,8 @@ def window_fit(layout: RowLayout, plan: Plan, itemsize: int, bodies: bool = Fals
 
 def stat_lanes_per_vector(plan: Plan, itemsize: int, threads: int) -> int:
     """``Backend.stat_lanes`` for a program of ``threads`` threads that load 16-byte vectors,
-    in the online kernel only: one running max and sum per element of such a load of the whole
-    program."""
+    in the online kernel only: the elements of one such load of the whole program, a thread's
+    vector of them sharing one running max and sum."""
     if plan.variant != "online":
         return 0
     return min(plan.block_n, threads * max(1, 16 // itemsize))
@@ -166,9 +166,10 @@ class Backend:
         return False
 
     def stat_lanes(self, plan: Plan, itemsize: int) -> int:
-        """Running maxima and sums the online kernel keeps in its first pass over a row of
-        ``itemsize``-byte elements (``kernels._range_stats``): 0 for one, reduced at every
-        chunk; here always."""
+        """Lanes in whose rows the online kernel's first pass reads a row of ``itemsize``-byte
+        elements, each 16-byte vector of them keeping a running max and sum
+        (``kernels._range_stats``): 0 for one max and sum, reduced at every chunk; here
+        always."""
         return 0
 
     def tile_elems(self, itemsize: int) -> int:

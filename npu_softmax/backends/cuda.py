@@ -746,7 +746,11 @@ class CudaBackend(Backend):
         return n_cols > MAX_HALF_TILE_COLS and n_rows <= SPLIT_FITTING_ROWS_PER_SM * n_cores
 
     def stat_lanes(self, plan: Plan, itemsize: int) -> int:
-        # Running max and sum per vector lane in the online kernel's first pass. A lab copy of
+        # The online kernel's first pass reads chunks as rows of these lanes; each thread's
+        # 16-byte vector of them keeps one running max and sum (``kernels._range_stats``). One per
+        # lane, as before, took an exp for every 4 elements to rescale the sums; one per vector
+        # runs bf16 4096x50257 3453 -> 3600 GB/s, 2048x20001 3208 -> 3318, 256x151936 2822 ->
+        # 2911 on the H200, float32 within 1% (2026-11-29, fifty-eighth session). A lab copy of
         # the kernel, one process per form, two rounds, through the API on the H100
         # (2026-11-23, seventh session, docs/tuning.md), against one reduced at every chunk:
         # fp32 4096x50257 2672 -> 2822 GB/s, 4096x40000 2739 -> 2949, 441x151936 2084 -> 2118;
