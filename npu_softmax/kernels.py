@@ -430,13 +430,48 @@ def _range_stats(x_row, col_stride, cols, lo, hi, scale, BLOCK_N: tl.constexpr,
 
 
 @triton.jit
-def _store_lanes(base, p, body, y_start, x_col_stride, y_col_stride, shift, norm, scale,
-                 OUT_TY: tl.constexpr, ACC_TY: tl.constexpr, LOG: tl.constexpr,
+def _store_lanes(base, start, lanes, body, y_start, x_col_stride, y_col_stride, shift, norm,
+                 scale, OUT_TY: tl.constexpr, ACC_TY: tl.constexpr, LOG: tl.constexpr,
                  FOLD: tl.constexpr, EVICT: tl.constexpr, STORE_CACHE: tl.constexpr,
-                 VEC: tl.constexpr):
-    # The output of lanes p of a range read from _range_body, lane p at y_start[p * y_col_stride].
-    x = _load_body(base, p, body, x_col_stride, scale, ACC_TY, EVICT, VEC)
-    _store_out(x, p, body, y_start, y_col_stride, shift, norm, OUT_TY, LOG, FOLD, STORE_CACHE)
+                 VEC: tl.constexpr, WORDS: tl.constexpr):
+    # The output of lanes ``p = start + lanes`` of a range read from _range_body, lane p at
+    # y_start[p * y_col_stride]. With WORDS, a bfloat16 body is read as 32-bit words
+    # (``_store_words``).
+    p = start + lanes
+    N: tl.constexpr = lanes.shape[0]
+    if WORDS and VEC > 1 and base.dtype.element_ty == tl.bfloat16 and N >= 2:
+        _store_words(base, start, lanes, body, y_start, y_col_stride, shift, norm, scale,
+                     OUT_TY, ACC_TY, LOG, FOLD, EVICT, STORE_CACHE)
+    else:
+        x = _load_body(base, p, body, x_col_stride, scale, ACC_TY, EVICT, VEC)
+        _store_out(x, p, body, y_start, y_col_stride, shift, norm, OUT_TY, LOG, FOLD,
+                   STORE_CACHE)
+
+
+@triton.jit
+def _store_words(base, start, lanes, body, y_start, y_col_stride, shift, norm, scale,
+                 OUT_TY: tl.constexpr, ACC_TY: tl.constexpr, LOG: tl.constexpr,
+                 FOLD: tl.constexpr, EVICT: tl.constexpr, STORE_CACHE: tl.constexpr):
+    # ``_store_lanes`` of a bfloat16 body (16-byte aligned; ``start`` a multiple of the lanes)
+    # read as 32-bit words, each two elements: a bfloat16 is the top half of a float32, so
+    # ``w << 16`` and ``w & 0xFFFF0000`` are the pair widened, one instruction each, where the
+    # compiler widens a loaded pair in two for the upper element. The outputs go back in order
+    # through tl.join, converted a pair at a time as before.
+    N: tl.constexpr = lanes.shape[0]
+    # Offsets as a [N / 2, 1] column: a 1-d arange of N / 2 would be merged with that of a
+    # chunk of N / 2 elements and take its layout (one 16-byte vector of elements a thread,
+    # where the words want one of words), and the output would be reordered through shared
+    # memory before its store.
+    q = tl.multiple_of(start // 2, N // 2) + tl.arange(0, N // 2).to(lanes.dtype)[:, None]
+    w = tl.load(base.to(tl.pointer_type(tl.uint32)) + q, mask=q < body // 2,
+                eviction_policy=EVICT)
+    lo = _finish(_scaled((w << 16).to(tl.float32, bitcast=True), scale, ACC_TY), shift, norm,
+                 LOG, FOLD)
+    hi = _finish(_scaled((w & 0xFFFF0000).to(tl.float32, bitcast=True), scale, ACC_TY), shift,
+                 norm, LOG, FOLD)
+    p = start + lanes
+    tl.store(y_start + p * y_col_stride, tl.reshape(tl.join(lo.to(OUT_TY), hi.to(OUT_TY)), [N]),
+             mask=p < body, cache_modifier=STORE_CACHE)
 
 
 @triton.jit
@@ -457,8 +492,8 @@ def _last_chunk(body, BLOCK_N: tl.constexpr):
 def _store_chunks(base, body, y_start, x_col_stride, y_col_stride, shift, norm, scale, cols,
                   BLOCK_N: tl.constexpr, LAST_N: tl.constexpr, OUT_TY: tl.constexpr,
                   ACC_TY: tl.constexpr, LOG: tl.constexpr, FOLD: tl.constexpr,
-                  EVICT: tl.constexpr, STORE_CACHE: tl.constexpr, VEC: tl.constexpr, pre,
-                  PRE: tl.constexpr):
+                  EVICT: tl.constexpr, STORE_CACHE: tl.constexpr, VEC: tl.constexpr,
+                  WORDS: tl.constexpr, pre, PRE: tl.constexpr):
     # The output of a range read from _range_body in the chunks of _range_stats (whole BLOCK_N
     # chunks, then LAST_N ones), last chunk first: the chunks this program read last (for the
     # max and sum) are the likeliest to be still in cache. With ``PRE`` (whole chunks only) the
@@ -468,9 +503,9 @@ def _store_chunks(base, body, y_start, x_col_stride, y_col_stride, shift, norm, 
         last = tl.arange(0, LAST_N).to(cols.dtype)
         n_last = tl.cdiv(body - full, LAST_N)
         for k in tl.range(0, n_last):
-            p = tl.multiple_of(full + (n_last - 1 - k) * LAST_N, LAST_N) + last
-            _store_lanes(base, p, body, y_start, x_col_stride, y_col_stride, shift, norm,
-                         scale, OUT_TY, ACC_TY, LOG, FOLD, EVICT, STORE_CACHE, VEC)
+            _store_lanes(base, tl.multiple_of(full + (n_last - 1 - k) * LAST_N, LAST_N), last,
+                         body, y_start, x_col_stride, y_col_stride, shift, norm, scale, OUT_TY,
+                         ACC_TY, LOG, FOLD, EVICT, STORE_CACHE, VEC, WORDS)
     n_chunks = tl.cdiv(full, BLOCK_N)
     done = 0
     if PRE:
@@ -479,17 +514,17 @@ def _store_chunks(base, body, y_start, x_col_stride, y_col_stride, shift, norm, 
                    y_start, y_col_stride, shift, norm, OUT_TY, LOG, FOLD, STORE_CACHE)
         done = 1
     for k in tl.range(done, n_chunks):
-        p = tl.multiple_of((n_chunks - 1 - k) * BLOCK_N, BLOCK_N) + cols
-        _store_lanes(base, p, body, y_start, x_col_stride, y_col_stride, shift, norm, scale,
-                     OUT_TY, ACC_TY, LOG, FOLD, EVICT, STORE_CACHE, VEC)
+        _store_lanes(base, tl.multiple_of((n_chunks - 1 - k) * BLOCK_N, BLOCK_N), cols, body,
+                     y_start, x_col_stride, y_col_stride, shift, norm, scale, OUT_TY, ACC_TY,
+                     LOG, FOLD, EVICT, STORE_CACHE, VEC, WORDS)
 
 
 @triton.jit
 def _range_normalize(x_row, y_row, x_col_stride, y_col_stride, cols, lo, hi, shift, d, scale,
                      BLOCK_N: tl.constexpr, LAST_N: tl.constexpr, OUT_TY: tl.constexpr,
                      ACC_TY: tl.constexpr, LOG: tl.constexpr, EVICT: tl.constexpr,
-                     STORE_CACHE: tl.constexpr, VEC: tl.constexpr, Y_LIKE_X: tl.constexpr, pre,
-                     PRE: tl.constexpr):
+                     STORE_CACHE: tl.constexpr, VEC: tl.constexpr, Y_LIKE_X: tl.constexpr,
+                     WORDS: tl.constexpr, pre, PRE: tl.constexpr):
     """``y_row[lo:hi]`` from the row's ``shift`` (safe max) and ``d = sum(exp(x - shift))``,
     reading from ``_range_body`` in the chunks of ``_range_stats`` (``BLOCK_N``, then
     ``LAST_N``) with the L2 eviction policy ``EVICT`` and storing with the cache modifier
@@ -504,7 +539,8 @@ def _range_normalize(x_row, y_row, x_col_stride, y_col_stride, cols, lo, hi, shi
     around it apart, after it (their loads issued first, so their latency overlaps the body's).
     With ``Y_LIKE_X`` the launcher has found the output laid out so for every row, and no row
     is tested: the element stores are not compiled at all, and the kernel runs faster (bf16
-    4096x50257 on the H100: 2632 -> 2800 GB/s, docs/tuning.md).
+    4096x50257 on the H100: 2632 -> 2800 GB/s, docs/tuning.md). ``WORDS``: see
+    ``_store_lanes``.
     Each element is read before it is written, by this program only, so ``y`` may be ``x``.
     """
     # (Through ITEM: under triton-ascend 3.2 the bit width compared with 16 gave no bool.)
@@ -524,16 +560,17 @@ def _range_normalize(x_row, y_row, x_col_stride, y_col_stride, cols, lo, hi, shi
             y_a = a
         if y_a == a:
             _store_chunks(base, body, y_body, 1, 1, shift, norm, scale, cols, BLOCK_N, LAST_N,
-                          OUT_TY, ACC_TY, LOG, FOLD, EVICT, STORE_CACHE, VEC, pre, PRE)
+                          OUT_TY, ACC_TY, LOG, FOLD, EVICT, STORE_CACHE, VEC, WORDS, pre, PRE)
         else:
             _store_chunks(base, body, y_row + lo + a, 1, 1, shift, norm, scale, cols, BLOCK_N,
-                          LAST_N, OUT_TY, ACC_TY, LOG, FOLD, EVICT, STORE_CACHE, VEC, pre, PRE)
+                          LAST_N, OUT_TY, ACC_TY, LOG, FOLD, EVICT, STORE_CACHE, VEC, WORDS, pre,
+                          PRE)
         tl.store(y_row + lo + e, _finish(xe, shift, norm, LOG, FOLD).to(OUT_TY), mask=e_mask,
                  cache_modifier=STORE_CACHE)
     else:
         _store_chunks(base, body, y_row + lo * y_col_stride, x_col_stride, y_col_stride, shift,
                       norm, scale, cols, BLOCK_N, LAST_N, OUT_TY, ACC_TY, LOG, FOLD, EVICT,
-                      STORE_CACHE, VEC, pre, PRE)
+                      STORE_CACHE, VEC, False, pre, PRE)
 
 
 @triton.jit
@@ -618,7 +655,7 @@ def softmax_row_kernel(
                 # rows lost that way (docs/tuning.md).
                 _store_chunks(x_body, n_body, y_row + a, 1, 1, shift, norm, scale,
                               tl.arange(0, FALLBACK_CHUNK), FALLBACK_CHUNK, FALLBACK_CHUNK,
-                              OUT_TY, ACC_TY, LOG, False, "", STORE_CACHE, VEC, 0, False)
+                              OUT_TY, ACC_TY, LOG, False, "", STORE_CACHE, VEC, False, 0, False)
             else:
                 _store_row_body(y_row + a, x, xt, cols, n_body, n_cols, y_col_stride, shift,
                                 norm, scale, BLOCK_N, TAIL_N, INDEX_64, OUT_TY, ACC_TY, LOG,
@@ -736,7 +773,8 @@ def softmax_online_kernel(
     The first pass reads with L2 eviction policy ``FIRST_EVICT``, the second with
     ``SECOND_EVICT`` (on CUDA ``evict_last`` then ``evict_first``: the first read's lines stay
     in L2 for the second, which needs them no more). The first keeps ``STAT_LANES`` running
-    maxima and sums (``_range_stats``; 0: one). ``Y_LIKE_X``: see ``_range_normalize``."""
+    maxima and sums (``_range_stats``; 0: one). ``Y_LIKE_X``: see ``_range_normalize``. The
+    second pass reads bfloat16 bodies as 32-bit words (``_store_words``)."""
     n_cols = _aligned(n_cols, ALIGN)
     OUT_TY: tl.constexpr = y_ptr.dtype.element_ty
     ACC_TY: tl.constexpr = tl.float64 if OUT_TY == tl.float64 else tl.float32
@@ -749,7 +787,7 @@ def softmax_online_kernel(
                             ACC_TY, FIRST_EVICT, VEC, STAT_LANES)
         _range_normalize(x_row, y_row, x_col_stride, y_col_stride, cols, 0, n_cols,
                          _safe_shift(m), d, scale, BLOCK_N, LAST_N, OUT_TY, ACC_TY, LOG,
-                         SECOND_EVICT, STORE_CACHE, VEC, Y_LIKE_X, 0, False)
+                         SECOND_EVICT, STORE_CACHE, VEC, Y_LIKE_X, True, 0, False)
 
 
 @triton.jit(do_not_specialize=["n_rows"])
@@ -808,7 +846,7 @@ def _split_norm_item(y_ptr, part_ptr, x_ptr, item, n_items, n_cols, n_inner,
     y_row = y_ptr + _row_start(row, n_inner, y_outer_stride, y_inner_stride, ALIGN)
     _range_normalize(x_row, y_row, x_col_stride, y_col_stride, cols, lo, hi, shift, d, scale,
                      BLOCK_N, BLOCK_N, OUT_TY, ACC_TY, LOG, EVICT, STORE_CACHE, VEC, Y_LIKE_X,
-                     pre, PRE)
+                     False, pre, PRE)
 
 
 @triton.jit

@@ -193,12 +193,13 @@ def test_neighbour_nan_and_inf_stay_out_of_a_row(kernel_device: str, variant: st
 
 #: Compiles the tile kernel (4 rows of 512 lanes, through windows, or with ``body`` from their
 #: aligned bodies, ``Y_LIKE_X`` as given), the row kernel (a head of 4096 lanes and a tail of
-#: 1024) or the online kernel (chunks of 4096, ``Y_LIKE_X`` as given) for an sm_90 GPU
-#: (no GPU needed; pointers 16-byte aligned, the other arguments as the launcher passes a
-#: contiguous row matrix of a length not divisible by 16, with the given ``VEC`` and ``ALIGN``)
-#: and prints the PTX's global load and store instructions, and how many stores are of one
-#: element; exits 3 where this Triton has no NVIDIA backend (triton-ascend). Run in its own
-#: process: Triton's interpreter, which the CPU suite runs under, cannot compile.
+#: 1024) or the online kernel (chunks of 4096, the rest of a row in chunks of 2048, ``Y_LIKE_X``
+#: as given) for an sm_90 GPU (no GPU needed; pointers 16-byte aligned, the other arguments as
+#: the launcher passes a contiguous row matrix of a length not divisible by 16, with the given
+#: ``VEC`` and ``ALIGN``) and prints the PTX's global load and store instructions, how many
+#: stores are of one element, and how many shared-memory stores and barriers it has; exits 3
+#: where this Triton has no NVIDIA backend (triton-ascend). Run in its own process: Triton's
+#: interpreter, which the CPU suite runs under, cannot compile.
 _GLOBAL_ACCESSES = """
 import json, re, sys
 from triton.backends import backends
@@ -219,7 +220,7 @@ if kernel in ("tile", "body"):
     fn, fixed = K.softmax_tile_kernel, {**fixed, "BLOCK_M": 4, "BLOCK_N": 512, "TAIL_N": 0,
                                         "BODY": kernel == "body", "Y_LIKE_X": like}
 elif kernel == "online":
-    fn, fixed = K.softmax_online_kernel, {**fixed, "BLOCK_N": 4096, "LAST_N": 4096,
+    fn, fixed = K.softmax_online_kernel, {**fixed, "BLOCK_N": 4096, "LAST_N": 2048,
                                           "FIRST_EVICT": "", "SECOND_EVICT": "",
                                           "STAT_LANES": 0, "Y_LIKE_X": like}
 else:
@@ -231,7 +232,8 @@ ptx = triton.compile(src, target=GPUTarget("cuda", 90, 32),
                      options={"num_warps": 4, "num_stages": 1}).asm["ptx"]
 print(json.dumps({**{op: sorted(set(re.findall(op + r"\\.global\\S*", ptx)))
                      for op in ("ld", "st")},
-                  "element_st": len(re.findall(r"st\\.global(?!\\S*\\.v[248]\\.)\\S*", ptx))}))
+                  "element_st": len(re.findall(r"st\\.global(?!\\S*\\.v[248]\\.)\\S*", ptx)),
+                  "shared": len(re.findall(r"st\\.shared|bar\\.sync", ptx))}))
 """
 
 
@@ -281,6 +283,19 @@ def test_an_output_laid_out_like_the_input_compiles_no_element_stores_for_the_bo
     tested = _global_accesses(dtype, vec, "online", 1, like=False)
     assert any(".v4." in op for op in alike["st"])
     assert alike["element_st"] < tested["element_st"]
+
+
+def test_bfloat16_second_pass_words_stay_in_registers() -> None:
+    """The online kernel's second pass reads a bfloat16 body as 32-bit words and puts each
+    pair back in order with tl.join (``kernels._store_words``): still 16-byte loads and stores,
+    and no more shared memory than float16's kernel, which reads elements. Its offsets came
+    out in a layout of one vector of elements a thread, not of words, in a first version
+    (chunks of twice the rest's), and the output went through shared memory before its store,
+    every chunk."""
+    words = _global_accesses("bf16", 8, "online", 1, like=True)
+    elements = _global_accesses("fp16", 8, "online", 1, like=True)
+    assert any(".v4." in op for op in words["ld"]) and any(".v4." in op for op in words["st"])
+    assert words["shared"] == elements["shared"] > 0
 
 
 @pytest.mark.parametrize("dtype,vec", [("fp32", 4), ("bf16", 8)])
