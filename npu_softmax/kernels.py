@@ -438,8 +438,11 @@ def _store_lanes(base, start, lanes, body, y_start, x_col_stride, y_col_stride, 
     # y_start[p * y_col_stride]. With WORDS, a bfloat16 body is read as 32-bit words
     # (``_store_words``); only a body found from the row's address (VEC > 1) is known to be
     # aligned for them.
+    # (Two operands a boolean operator, and the dtype test named first: triton-ascend 3.2
+    # rejects longer chains, and gives a plain bool for the test, with no ``and``.)
     N: tl.constexpr = lanes.shape[0]
-    if WORDS and VEC > 1 and base.dtype.element_ty == tl.bfloat16 and N >= 2:
+    BF16: tl.constexpr = base.dtype.element_ty == tl.bfloat16
+    if (WORDS and VEC > 1) and (BF16 and N >= 2):
         _store_words(base, start, lanes, body, y_start, y_col_stride, shift, norm, scale,
                      OUT_TY, ACC_TY, LOG, FOLD, EVICT, STORE_CACHE)
     else:
