@@ -436,13 +436,12 @@ def _store_lanes(base, start, lanes, body, y_start, x_col_stride, y_col_stride, 
                  VEC: tl.constexpr, WORDS: tl.constexpr):
     # The output of lanes ``p = start + lanes`` of a range read from _range_body, lane p at
     # y_start[p * y_col_stride]. With WORDS, a bfloat16 body is read as 32-bit words
-    # (``_store_words``); only a body found from the row's address (VEC > 1) is known to be
-    # aligned for them.
-    # (Two operands a boolean operator, and the dtype test named first: triton-ascend 3.2
-    # rejects longer chains, and gives a plain bool for the test, with no ``and``.)
+    # (``_store_words``): the caller has it 4-byte aligned, contiguous and of an even length.
+    # (The dtype test named first: triton-ascend 3.2 gives a plain bool for it, with no
+    # ``and``, and rejects chains of more than two operands.)
     N: tl.constexpr = lanes.shape[0]
     BF16: tl.constexpr = base.dtype.element_ty == tl.bfloat16
-    if (WORDS and VEC > 1) and (BF16 and N >= 2):
+    if WORDS and (BF16 and N >= 2):
         _store_words(base, start, lanes, body, y_start, y_col_stride, shift, norm, scale,
                      OUT_TY, ACC_TY, LOG, FOLD, EVICT, STORE_CACHE)
     else:
@@ -456,14 +455,14 @@ def _store_lanes(base, start, lanes, body, y_start, x_col_stride, y_col_stride, 
 def _store_words(base, start, lanes, body, y_start, y_col_stride, shift, norm, scale,
                  OUT_TY: tl.constexpr, ACC_TY: tl.constexpr, LOG: tl.constexpr,
                  FOLD: tl.constexpr, EVICT: tl.constexpr, STORE_CACHE: tl.constexpr):
-    # ``_store_lanes`` of a bfloat16 body (16-byte aligned; ``start`` a multiple of the lanes)
-    # read as 32-bit words, each two elements: a bfloat16 is the top half of a float32, so
-    # ``w << 16`` and ``w & 0xFFFF0000`` are the pair widened, one instruction each, where the
-    # compiler widens a loaded pair in two for the upper element. The outputs go back in order
-    # through tl.join, converted a pair at a time as before. Compiled for sm_90, bf16
-    # 4096x50257's loop goes 215 -> 194 instructions, and the kernel runs 3602 -> 3714 GB/s on
-    # the H200; 16-byte aligned rows read so lost up to 5.5% there (docs/tuning.md, fifty-ninth
-    # session).
+    # ``_store_lanes`` of a bfloat16 range (4-byte aligned, contiguous, of an even length;
+    # ``start`` a multiple of the lanes) read as 32-bit words, each two elements: a bfloat16 is
+    # the top half of a float32, so ``w << 16`` and ``w & 0xFFFF0000`` are the pair widened,
+    # one instruction each, where the compiler widens a loaded pair in two for the upper
+    # element. The outputs go back in order through tl.join, converted a pair at a time as
+    # before. Compiled for sm_90, bf16 4096x50257's loop goes 215 -> 194 instructions, and the
+    # kernel runs 3602 -> 3714 GB/s on the H200 (docs/tuning.md, fifty-ninth session; where
+    # the launcher asks for it on aligned rows: ``Backend.word_reads``).
     N: tl.constexpr = lanes.shape[0]
     # Offsets as a [N / 2, 1] column: a 1-d arange of N / 2 would be merged with that of a
     # chunk of N / 2 elements and take its layout (one 16-byte vector of elements a thread,
@@ -546,8 +545,10 @@ def _range_normalize(x_row, y_row, x_col_stride, y_col_stride, cols, lo, hi, shi
     around it apart, after it (their loads issued first, so their latency overlaps the body's).
     With ``Y_LIKE_X`` the launcher has found the output laid out so for every row, and no row
     is tested: the element stores are not compiled at all, and the kernel runs faster (bf16
-    4096x50257 on the H100: 2632 -> 2800 GB/s, docs/tuning.md). ``WORDS``: see
-    ``_store_lanes``.
+    4096x50257 on the H100: 2632 -> 2800 GB/s, docs/tuning.md). With ``WORDS`` a bfloat16
+    range is read as 32-bit words (``_store_words``): a body found from the row's address
+    always, a whole range (``VEC`` 1) where the launcher has found every row 4-byte aligned,
+    contiguous and of an even length.
     Each element is read before it is written, by this program only, so ``y`` may be ``x``.
     """
     # (Through ITEM: under triton-ascend 3.2 the bit width compared with 16 gave no bool.)
@@ -577,7 +578,7 @@ def _range_normalize(x_row, y_row, x_col_stride, y_col_stride, cols, lo, hi, shi
     else:
         _store_chunks(base, body, y_row + lo * y_col_stride, x_col_stride, y_col_stride, shift,
                       norm, scale, cols, BLOCK_N, LAST_N, OUT_TY, ACC_TY, LOG, FOLD, EVICT,
-                      STORE_CACHE, VEC, False, pre, PRE)
+                      STORE_CACHE, VEC, WORDS, pre, PRE)
 
 
 @triton.jit
@@ -773,6 +774,7 @@ def softmax_online_kernel(
     BLOCK_N: tl.constexpr, LAST_N: tl.constexpr, INDEX_64: tl.constexpr, LOG: tl.constexpr,
     FIRST_EVICT: tl.constexpr, SECOND_EVICT: tl.constexpr, STORE_CACHE: tl.constexpr,
     VEC: tl.constexpr, STAT_LANES: tl.constexpr, ALIGN: tl.constexpr, Y_LIKE_X: tl.constexpr,
+    WORDS: tl.constexpr,
 ):
     """Rows longer than a block: one row per iteration, two passes over ``BLOCK_N`` chunks
     and, for what is left of the row, chunks of ``LAST_N`` (at most ``BLOCK_N``).
@@ -780,8 +782,8 @@ def softmax_online_kernel(
     The first pass reads with L2 eviction policy ``FIRST_EVICT``, the second with
     ``SECOND_EVICT`` (on CUDA ``evict_last`` then ``evict_first``: the first read's lines stay
     in L2 for the second, which needs them no more). The first keeps ``STAT_LANES`` running
-    maxima and sums (``_range_stats``; 0: one). ``Y_LIKE_X``: see ``_range_normalize``. The
-    second pass reads bfloat16 bodies as 32-bit words (``_store_words``)."""
+    maxima and sums (``_range_stats``; 0: one). ``Y_LIKE_X`` and ``WORDS`` (the second pass
+    reads bfloat16 rows as 32-bit words): see ``_range_normalize``."""
     n_cols = _aligned(n_cols, ALIGN)
     OUT_TY: tl.constexpr = y_ptr.dtype.element_ty
     ACC_TY: tl.constexpr = tl.float64 if OUT_TY == tl.float64 else tl.float32
@@ -794,7 +796,7 @@ def softmax_online_kernel(
                             ACC_TY, FIRST_EVICT, VEC, STAT_LANES)
         _range_normalize(x_row, y_row, x_col_stride, y_col_stride, cols, 0, n_cols,
                          _safe_shift(m), d, scale, BLOCK_N, LAST_N, OUT_TY, ACC_TY, LOG,
-                         SECOND_EVICT, STORE_CACHE, VEC, Y_LIKE_X, True, 0, False)
+                         SECOND_EVICT, STORE_CACHE, VEC, Y_LIKE_X, WORDS, 0, False)
 
 
 @triton.jit(do_not_specialize=["n_rows"])

@@ -305,24 +305,31 @@ class _Step:
     signature, so the binary's integer specialisation holds; pointer alignment is checked per
     call.
 
-    A step compiled with ``Y_LIKE_X`` (``rows_alike``) serves calls whose input and output
-    (operands ``like``) start at the same place in their 16-byte blocks; other calls run the
-    binary compiled without it.
+    Two constexprs hold for some calls' addresses only. A step compiled with ``Y_LIKE_X``
+    (``rows_alike``) serves calls whose input and output (operands ``like``) start at the same
+    place in their 16-byte blocks; one compiled with ``WORDS`` on whole rows
+    (``Backend.word_reads``), calls whose input (operand ``words``) is 4-byte aligned. Other
+    calls run the binary compiled without the constexpr they fail.
     """
 
     def __init__(self, kernel: Any, key: tuple, n_items: int, operands: tuple[int, ...],
                  scalars: tuple, constexprs: dict[str, Any], options: dict[str, Any],
-                 dependent: bool = False, like: tuple[int, int] | None = None) -> None:
+                 dependent: bool = False, like: tuple[int, int] | None = None,
+                 words: int | None = None) -> None:
         self.kernel, self.key, self.n_items = kernel, key, n_items
         self.operands, self.scalars, self.constexprs = operands, scalars, constexprs
         #: The target's compile options for the plan and, for a programmatic dependent of the
         #: step before it (``dependent_launch``), the launch option.
         self.options = {**options, "launch_pdl": True} if dependent else options
-        #: The operands (input, output) that ``Y_LIKE_X`` takes to be alike, where it is set.
-        self.like = like if constexprs.get("Y_LIKE_X") else None
-        #: The key and constexprs of calls whose operands ``like`` are not alike.
-        self.unlike = (((*key, "unlike"), {**constexprs, "Y_LIKE_X": False})
-                       if self.like is not None else None)
+        #: The constexprs that hold for some calls only, each with its test of a call's
+        #: tensors.
+        self.guards: tuple[tuple[str, Callable[[tuple], bool]], ...] = ()
+        if like is not None and constexprs.get("Y_LIKE_X"):
+            out, inp = like
+            self.guards += (("Y_LIKE_X", lambda t: not (t[out].data_ptr()
+                                                         - t[inp].data_ptr()) & 15),)
+        if words is not None and constexprs.get("WORDS"):
+            self.guards += (("WORDS", lambda t: not t[words].data_ptr() & 3),)
         self.start: Callable[[tuple], bool] | None = None
 
     def __call__(self, tensors: tuple[torch.Tensor, ...], device_index: int) -> None:
@@ -330,12 +337,14 @@ class _Step:
             return
         args = [tensors[i] for i in self.operands]
         key, constexprs = self.key, self.constexprs
-        if self.like is not None and (tensors[self.like[0]].data_ptr()
-                                      - tensors[self.like[1]].data_ptr()) & 15:
-            key, constexprs = self.unlike
+        if self.guards:
+            off = tuple(name for name, holds in self.guards if not holds(tensors))
+            if off:
+                key, constexprs = (*key, *off), {**constexprs, **dict.fromkeys(off, False)}
         compiled, grid = _launch(key, self.kernel, self.n_items, (*args, *self.scalars),
                                  constexprs, device_index, self.options)
-        # (Every pointer aligned: the input and output alike too, so ``Y_LIKE_X`` holds.)
+        # (Every pointer aligned: every guard holds, the input and output alike for
+        # ``Y_LIKE_X``, the input 4-byte aligned for ``WORDS``.)
         if self.start is None and backend().name == "cuda" and not any(
                 t.data_ptr() & 15 for t in args):
             # The direct launcher takes every parameter in order, constexpr values included.
@@ -448,11 +457,13 @@ def prepare_softmax(x_dtype: torch.dtype, y_dtype: torch.dtype, device: torch.de
         lanes = be.stat_lanes(p, x_dtype.itemsize)
         # The last chunk holds at least the first pass's lanes (whole chunks: BLOCK_N).
         last = max(p.last_n, lanes) if p.last_n else p.block_n
-        steps = (_Step(K.softmax_online_kernel, (*key, lanes), layout.n_rows, (1, 0),
+        # Whole rows (``vec`` 1) read as words need the input 4-byte aligned: checked per call.
+        words = x_dtype == torch.bfloat16 and be.word_reads(layout, p, vec)
+        steps = (_Step(K.softmax_online_kernel, (*key, lanes, words), layout.n_rows, (1, 0),
                        every_row, {**flags, "LAST_N": last, "FIRST_EVICT": first,
                                    "SECOND_EVICT": second, "VEC": vec, "STAT_LANES": lanes,
-                                   "Y_LIKE_X": like},
-                       options, like=(1, 0)),)
+                                   "Y_LIKE_X": like, "WORDS": words},
+                       options, like=(1, 0), words=0 if vec == 1 else None),)
     else:
         # Pass 1 writes each (row, split)'s max and sum into the scratch operand (index 2),
         # pass 2 combines them and normalises.

@@ -43,6 +43,13 @@ class RowLayout:
         such rows as vectors."""
         return self.x_strides[2] != 1 or self.y_strides[2] != 1
 
+    def word_rows(self) -> bool:
+        """Whether every input row is contiguous whole pairs of elements from its tensor's
+        start (an even row length and even row strides): of 2-byte elements, 4-byte words,
+        aligned wherever the tensor itself is 4-byte aligned."""
+        return (self.x_strides[2] == 1 and self.n_cols % 2 == 0
+                and all(s % 2 == 0 for s in self.x_strides[:2]))
+
     def vector_rows(self, itemsize: int) -> bool:
         """Whether every row of both tensors is 16-byte aligned whole vectors (``row_align``)."""
         vec = 16 // itemsize

@@ -191,7 +191,7 @@ def launch_values(plan: Any, x: torch.Tensor, y: torch.Tensor, dim: int) -> dict
             "N_SPLITS": splits, "scale": 1.0, "LOG": False, "PDL": False,
             "FIRST_EVICT": "", "SECOND_EVICT": "", "EVICT": "",
             "STORE_CACHE": "", "VEC": 1, "STAT_LANES": 0, "ALIGN": 1,
-            "Y_LIKE_X": False, "BODY": False, "WHOLE": -1}
+            "Y_LIKE_X": False, "WORDS": False, "BODY": False, "WHOLE": -1}
 
 
 def work_items(plan: Any, values: dict[str, Any]) -> int:

@@ -146,6 +146,7 @@ def online_configs(x: torch.Tensor, y: torch.Tensor, lay: RowLayout,
                                           LOG=False, FIRST_EVICT=first, SECOND_EVICT=second,
                                           STORE_CACHE=STORE, VEC=vec, STAT_LANES=lanes,
                                           Y_LIKE_X=vec > 1,
+                                          WORDS=vec > 1 and x.dtype == torch.bfloat16,
                                           **opts)
         yield (f"BLOCK_N={block_n} LAST_N={last_n} warps={warps} stages={stages} "
                f"maxnreg={cap} programs/SM={per_sm} evict={first or 'default'}/"

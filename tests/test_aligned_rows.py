@@ -12,7 +12,9 @@ import torch
 from _ref import VARIANTS, assert_close, assert_softmax_close, reference
 
 import npu_softmax
+from npu_softmax import launcher
 from npu_softmax.checks import supported_dtypes
+from npu_softmax.layout import row_layout
 
 DTYPES = [torch.float32, torch.bfloat16, torch.float16, torch.float64]
 
@@ -88,3 +90,38 @@ def test_gradient_of_rows_of_whole_vectors(kernel_device: str, variant: str | No
     # ``y * dot`` went past three roundings once in a clean-clone CI run (2026-11-27).
     y64, dy64 = y.detach().cpu().double(), dy.cpu().double()
     assert_close(x.grad, y64 * (dy64 - (dy64 * y64).sum(-1, keepdim=True)), dtype, scale=3)
+
+
+@pytest.mark.parametrize("cols", [1000, 50304])
+def test_bfloat16_rows_read_as_words_only_from_4_byte_aligned_inputs(
+        kernel_device: str, monkeypatch: pytest.MonkeyPatch, cols: int) -> None:
+    """The online kernel's second pass reads bfloat16 rows of whole 4-byte words (an even
+    length and even row strides) as words where the target asks for it (``Backend.word_reads``:
+    the interpreter always, CUDA on plans of 16 warps and more). A call whose input is not
+    4-byte aligned runs the binary compiled without them (on a GPU a word load from it would
+    fault). Inputs at each element offset, into NaN-poisoned outputs, against float64."""
+    rows = 3
+    layout = row_layout((rows, cols), 1, (cols, 1), (cols, 1))
+    launch = launcher.prepare_softmax(torch.bfloat16, torch.bfloat16,
+                                      torch.device(kernel_device), layout, "online")
+    asked = launch.steps[0].constexprs["WORDS"]
+    if kernel_device == "cpu":
+        assert asked
+    seen: list[bool] = []
+    launch_through_triton = launcher._launch
+
+    def recording(key: tuple, kernel: object, n_items: int, args: tuple,
+                  constexprs: dict, *rest: object) -> object:
+        seen.append(constexprs["WORDS"])
+        return launch_through_triton(key, kernel, n_items, args, constexprs, *rest)
+
+    monkeypatch.setattr(launcher, "_launch", recording)
+    flat = _data((rows * cols + 4,), torch.bfloat16, kernel_device)
+    for offset in range(4):
+        x = flat[offset:offset + rows * cols].view(rows, cols)
+        y = torch.full_like(x, float("nan"))
+        seen.clear()
+        launch(x, y)
+        assert_softmax_close(y, reference(x, -1), f"input {offset} elements in")
+        # (A CUDA call whose pointers are 16-byte aligned may start past Triton, unseen.)
+        assert seen in ([], [asked and x.data_ptr() % 4 == 0])

@@ -219,10 +219,13 @@ fixed = {"x_inner_stride": 0, "x_col_stride": 1, "y_inner_stride": 0, "y_col_str
 if kernel in ("tile", "body"):
     fn, fixed = K.softmax_tile_kernel, {**fixed, "BLOCK_M": 4, "BLOCK_N": 512, "TAIL_N": 0,
                                         "BODY": kernel == "body", "Y_LIKE_X": like}
-elif kernel == "online":
+elif kernel in ("online", "words"):
+    # Words as the launcher asks for them: on bodies found from the row's address (VEC > 1);
+    # "words" on whole rows too.
     fn, fixed = K.softmax_online_kernel, {**fixed, "BLOCK_N": 4096, "LAST_N": 2048,
                                           "FIRST_EVICT": "", "SECOND_EVICT": "",
-                                          "STAT_LANES": 0, "Y_LIKE_X": like}
+                                          "STAT_LANES": 0, "Y_LIKE_X": like,
+                                          "WORDS": kernel == "words" or vec > 1}
 else:
     fn, fixed = K.softmax_row_kernel, {**fixed, "BLOCK_N": 4096, "TAIL_N": 1024}
 signature = {n: runtime.get(n, "constexpr") for n in fn.arg_names}
@@ -285,15 +288,16 @@ def test_an_output_laid_out_like_the_input_compiles_no_element_stores_for_the_bo
     assert alike["element_st"] < tested["element_st"]
 
 
-def test_bfloat16_second_pass_words_stay_in_registers() -> None:
-    """The online kernel's second pass reads a bfloat16 body as 32-bit words and puts each
-    pair back in order with tl.join (``kernels._store_words``): still 16-byte loads and stores,
-    and no more shared memory than float16's kernel, which reads elements. Its offsets came
-    out in a layout of one vector of elements a thread, not of words, in a first version
-    (chunks of twice the rest's), and the output went through shared memory before its store,
-    every chunk."""
-    words = _global_accesses("bf16", 8, "online", 1, like=True)
-    elements = _global_accesses("fp16", 8, "online", 1, like=True)
+@pytest.mark.parametrize("kernel,vec,align", [("online", 8, 1), ("words", 1, 8)])
+def test_bfloat16_second_pass_words_stay_in_registers(kernel: str, vec: int, align: int) -> None:
+    """The online kernel's second pass reads a bfloat16 body (or, with the launcher's word
+    rows, a whole 16-byte aligned row) as 32-bit words and puts each pair back in order with
+    tl.join (``kernels._store_words``): still 16-byte loads and stores, and no more shared
+    memory than float16's kernel, which reads elements. Its offsets came out in a layout of
+    one vector of elements a thread, not of words, in a first version (chunks of twice the
+    rest's), and the output went through shared memory before its store, every chunk."""
+    words = _global_accesses("bf16", vec, kernel, align, like=True)
+    elements = _global_accesses("fp16", vec, kernel, align, like=True)
     assert any(".v4." in op for op in words["ld"]) and any(".v4." in op for op in words["st"])
     assert words["shared"] == elements["shared"] > 0
 

@@ -172,6 +172,14 @@ class Backend:
         always."""
         return 0
 
+    def word_reads(self, layout: RowLayout, plan: Plan, vec: int) -> bool:
+        """Whether the online kernel's second pass reads bfloat16 rows of ``layout`` (with
+        ``VEC`` = ``vec``) as 32-bit words (``kernels._store_words``): rows read from a body
+        found from their address (``vec`` > 1), which is aligned for them; here no others.
+        Whole rows (``vec`` 1) need ``layout.word_rows()``, and the launcher checks each
+        call's input for a 4-byte aligned address."""
+        return vec > 1
+
     def tile_elems(self, itemsize: int) -> int:
         """Most elements one program may hold on chip in one iteration (a power of two)."""
         raise NotImplementedError

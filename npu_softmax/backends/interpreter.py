@@ -8,6 +8,7 @@ from .base import Backend, stat_lanes_per_vector
 
 if TYPE_CHECKING:
     from ..launcher import Plan
+    from ..layout import RowLayout
 
 
 class InterpreterBackend(Backend):
@@ -40,6 +41,10 @@ class InterpreterBackend(Backend):
         # CUDA's rule (``CudaBackend.stat_lanes``) on a 128-thread program, so the tests run
         # both forms of the online kernel's first pass.
         return stat_lanes_per_vector(plan, itemsize, threads=128)
+
+    def word_reads(self, layout: RowLayout, plan: Plan, vec: int) -> bool:
+        # Wherever they apply, so the tests run the words on whole rows too.
+        return vec > 1 or layout.word_rows()
 
     def tile_elems(self, itemsize: int) -> int:
         return 1 << 15
