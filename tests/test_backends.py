@@ -603,6 +603,28 @@ def test_cuda_online_first_pass_keeps_a_max_and_sum_per_vector_lane(
     assert AscendBackend("Ascend910B3").stat_lanes(p, itemsize) == 0
 
 
+@pytest.mark.parametrize("n_cols,words", [
+    (50304, True), (65536, True), (102400, True), (151936, True), (50260, True), (32000, False),
+    (40960, False)])
+def test_cuda_whole_bfloat16_rows_read_as_words_from_16_warps(n_cols: int, words: bool) -> None:
+    """On the H200 the online kernel's second pass reads whole bfloat16 rows (16-byte or 8-byte
+    aligned) as 32-bit words on plans of 16 warps and more (``cuda.WORD_ROW_WARPS``), where
+    every row is contiguous whole words (``RowLayout.word_rows``); rows read from a body found
+    from their address always; rows of odd strides or elements apart, and Ascend, never."""
+    fast = CudaBackend("cuda", 90, fast_memory=True)
+    layout = _contiguous(4096, n_cols)
+    p = launcher.plan(layout, 2, 132, fast)
+    be = fast.for_layout(layout, 2)
+    assert p.variant == "online"
+    assert be.word_reads(layout, p, 1) == words == (be.options(p, 2)["num_warps"] >= 16)
+    assert be.word_reads(layout, p, 8)
+    for other in (RowLayout(4096, n_cols, 1, (n_cols + 1, 0, 1), (n_cols, 0, 1)),
+                  RowLayout(4096, n_cols, 1, (2 * n_cols, 0, 2), (n_cols, 0, 1)),
+                  RowLayout(4096, n_cols - 1, 1, (n_cols, 0, 1), (n_cols, 0, 1))):
+        assert not other.word_rows() and not be.word_reads(other, p, 1)
+    assert not AscendBackend("Ascend910B3").word_reads(layout, p, 1)
+
+
 @pytest.mark.parametrize("n_cols,itemsize,warps", [
     (2049, 4, 8), (3000, 4, 8), (4096, 4, 8), (5000, 4, 16), (8192, 4, 16), (20000, 4, 32),
     (3000, 2, 4), (8192, 2, 16), (32768, 2, 32)])
