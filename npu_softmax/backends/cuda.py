@@ -497,7 +497,9 @@ TWO_PROGRAM_REGS = 64
 #: 2048x50304 3528 -> 3609 GB/s, 4096x49152 3987 -> 4036, 1024x65536 3551 -> 3548; 32 warps,
 #: 1024x102400 3225 -> 3345, 512x131072 3296 -> 3316, 256x151936 2915 -> 2927. Plans of 8 warps
 #: lost 5-5.5% (4096x32000 3783 -> 3576, 4096x40960 3545 -> 3367): 48 registers a thread
-#: instead of 56 let an SM hold a fifth program, and more rows wait in L2 between their reads.
+#: instead of 60 let an SM hold a fifth program, which shrinks every program's share of L1,
+#: where the second read finds much of the first's (sixtieth session, lab 60c: 4 programs
+#: an SM with L1 cut to 50 KB by reserved shared memory ran 10-13% slower).
 WORD_ROW_WARPS = 16
 
 
