@@ -498,8 +498,8 @@ TWO_PROGRAM_REGS = 64
 #: 1024x102400 3225 -> 3345, 512x131072 3296 -> 3316, 256x151936 2915 -> 2927. Plans of 8 warps
 #: lost 5-5.5% (4096x32000 3783 -> 3576, 4096x40960 3545 -> 3367): 48 registers a thread
 #: instead of 60 let an SM hold a fifth program, which shrinks every program's share of L1,
-#: where the second read finds much of the first's (sixtieth session, lab 60c: 4 programs
-#: an SM with L1 cut to 50 KB by reserved shared memory ran 10-13% slower).
+#: where the second read likely finds the first's last chunks (sixtieth session, lab 60c: 4
+#: programs an SM with L1 cut to 50 KB by reserved shared memory ran 10-13% slower).
 WORD_ROW_WARPS = 16
 
 
