@@ -175,10 +175,16 @@ class Backend:
     def word_reads(self, layout: RowLayout, plan: Plan, vec: int) -> bool:
         """Whether the online kernel's second pass reads bfloat16 rows of ``layout`` (with
         ``VEC`` = ``vec``) as 32-bit words (``kernels._store_words``): rows read from a body
-        found from their address (``vec`` > 1), which is aligned for them; here no others.
-        Whole rows (``vec`` 1) need ``layout.word_rows()``, and the launcher checks each
-        call's input for a 4-byte aligned address."""
-        return vec > 1
+        found from their address (``vec`` > 1), which is aligned for them, always; whole rows
+        (``vec`` 1) where they are whole words (``layout.word_rows()``) and the target reads
+        them so (``whole_row_words``). The launcher checks each call's input for a 4-byte
+        aligned address."""
+        return vec > 1 or (layout.word_rows() and self.whole_row_words(plan))
+
+    def whole_row_words(self, plan: Plan) -> bool:
+        """Whether the online kernel of ``plan`` reads whole bfloat16 rows that allow it as
+        32-bit words (``word_reads``); never here."""
+        return False
 
     def tile_elems(self, itemsize: int) -> int:
         """Most elements one program may hold on chip in one iteration (a power of two)."""

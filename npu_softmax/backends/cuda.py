@@ -492,11 +492,11 @@ LOOPED_HALF_RANGE_CHUNKS = 2
 TWO_PROGRAM_REGS = 64
 #: Warps from which the online kernel's second pass reads whole bfloat16 rows (``VEC`` 1: rows
 #: 16-byte or 8-byte aligned) as 32-bit words, as it reads every body found from a row's
-#: address (``CudaBackend.word_reads``). On the H200 (2026-11-29, fifty-ninth session, lab 59d,
-#: docs/tuning.md), three rounds, against element loads on 16-byte aligned rows: 16 warps, bf16
-#: 2048x50304 3528 -> 3609 GB/s, 4096x49152 3987 -> 4036, 1024x65536 3551 -> 3548; 32 warps,
-#: 1024x102400 3225 -> 3345, 512x131072 3296 -> 3316, 256x151936 2915 -> 2927. Plans of 8 warps
-#: lost 5-5.5% (4096x32000 3783 -> 3576, 4096x40960 3545 -> 3367): 48 registers a thread
+#: address (``CudaBackend.whole_row_words``). On the H200 (2026-11-29, fifty-ninth session,
+#: lab 59d, docs/tuning.md), three rounds, against element loads on 16-byte aligned rows: 16
+#: warps, bf16 2048x50304 3528 -> 3609 GB/s, 4096x49152 3987 -> 4036, 1024x65536 3551 -> 3548;
+#: 32 warps, 1024x102400 3225 -> 3345, 512x131072 3296 -> 3316, 256x151936 2915 -> 2927. Plans
+#: of 8 warps lost 5-5.5% (4096x32000 3783 -> 3576, 4096x40960 3545 -> 3367): 48 registers a thread
 #: instead of 60 let an SM hold a fifth program, which shrinks every program's share of L1,
 #: where the second read likely finds the first's last chunks (sixtieth session, lab 60c: 4
 #: programs an SM with L1 cut to 50 KB by reserved shared memory ran 10-13% slower).
@@ -773,8 +773,8 @@ class CudaBackend(Backend):
         return stat_lanes_per_vector(plan, itemsize,
                                      TUNED_WARP_SIZE * self._warps(plan, itemsize))
 
-    def word_reads(self, layout: RowLayout, plan: Plan, vec: int) -> bool:
-        return vec > 1 or (layout.word_rows() and self._warps(plan, 2) >= WORD_ROW_WARPS)
+    def whole_row_words(self, plan: Plan) -> bool:
+        return self._warps(plan, 2) >= WORD_ROW_WARPS
 
     # Sizes below come from scripts/tune.py on an H100 (2026-11-22): a row of up to 32768
     # elements held in registers by one program (32 warps from 32768) runs at 95-99% of the

@@ -8,7 +8,6 @@ from .base import Backend, stat_lanes_per_vector
 
 if TYPE_CHECKING:
     from ..launcher import Plan
-    from ..layout import RowLayout
 
 
 class InterpreterBackend(Backend):
@@ -42,9 +41,9 @@ class InterpreterBackend(Backend):
         # both forms of the online kernel's first pass.
         return stat_lanes_per_vector(plan, itemsize, threads=128)
 
-    def word_reads(self, layout: RowLayout, plan: Plan, vec: int) -> bool:
+    def whole_row_words(self, plan: Plan) -> bool:
         # Wherever they apply, so the tests run the words on whole rows too.
-        return vec > 1 or layout.word_rows()
+        return True
 
     def tile_elems(self, itemsize: int) -> int:
         return 1 << 15
