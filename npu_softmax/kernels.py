@@ -16,8 +16,8 @@ never narrower than the output (the API casts a wider input first, as ``torch.so
 Every kernel multiplies its input by a runtime ``scale`` as it loads it (``1 / temperature``, so
 a sampling temperature costs no extra pass over memory) and, with ``LOG`` set, writes
 ``log_softmax`` instead of ``softmax``. Outputs are stored with the target's cache modifier
-``STORE_CACHE`` (CUDA: streaming, so they do not push out of L2 the input that a second read
-still needs), and the looped kernels read a row's two passes with its L2 eviction policies
+``STORE_CACHE`` (CUDA: streaming, so they do not push out of the caches the input that a second
+read still needs), and the looped kernels read a row's two passes with its eviction policies
 (``launcher`` takes both from the backend). The backward kernels are in ``kernels_backward``.
 
 The row and tile kernels hold a row from its load to its store. On GPUs they hold a 2-byte
@@ -365,7 +365,7 @@ def _range_stats(x_row, col_stride, cols, lo, hi, scale, BLOCK_N: tl.constexpr,
                  LAST_N: tl.constexpr, ACC_TY: tl.constexpr, EVICT: tl.constexpr,
                  VEC: tl.constexpr, LANES: tl.constexpr):
     """Max ``m`` and ``sum(exp(x - m))`` of ``x_row[lo:hi]`` in one pass (online softmax),
-    reading with the L2 eviction policy ``EVICT`` (``""``: the default) from ``_range_body``.
+    reading with the eviction policy ``EVICT`` (``""``: the default) from ``_range_body``.
 
     The whole ``BLOCK_N`` chunks come first, then what is left in chunks of ``LAST_N`` (at most
     ``BLOCK_N``; the launcher sizes it to the row's rest, so a row of 3.1 chunks does not spend
@@ -533,7 +533,7 @@ def _range_normalize(x_row, y_row, x_col_stride, y_col_stride, cols, lo, hi, shi
                      WORDS: tl.constexpr, pre, PRE: tl.constexpr):
     """``y_row[lo:hi]`` from the row's ``shift`` (safe max) and ``d = sum(exp(x - shift))``,
     reading from ``_range_body`` in the chunks of ``_range_stats`` (``BLOCK_N``, then
-    ``LAST_N``) with the L2 eviction policy ``EVICT`` and storing with the cache modifier
+    ``LAST_N``) with the eviction policy ``EVICT`` and storing with the cache modifier
     ``STORE_CACHE``. 2-byte rows take the sum off inside the exponent (``_finish``'s FOLD), a
     multiply an element fewer: they carry twice the elements of float32 rows a byte, and
     bfloat16 rows gained up to 5% so on the H200, where float32 rows ran level or lost up to 2%
@@ -779,11 +779,13 @@ def softmax_online_kernel(
     """Rows longer than a block: one row per iteration, two passes over ``BLOCK_N`` chunks
     and, for what is left of the row, chunks of ``LAST_N`` (at most ``BLOCK_N``).
 
-    The first pass reads with L2 eviction policy ``FIRST_EVICT``, the second with
-    ``SECOND_EVICT`` (on CUDA ``evict_last`` then ``evict_first``: the first read's lines stay
-    in L2 for the second, which needs them no more). The first keeps ``STAT_LANES`` running
-    maxima and sums (``_range_stats``; 0: one). ``Y_LIKE_X`` and ``WORDS`` (the second pass
-    reads bfloat16 rows as 32-bit words): see ``_range_normalize``."""
+    The first pass reads with eviction policy ``FIRST_EVICT``, the second with
+    ``SECOND_EVICT`` (on CUDA ``evict_last`` then ``evict_first``, which Triton applies to L1
+    and L2: the first read's lines stay for the second, which needs them no more; on the H200
+    the second read finds them in L1, or else in DRAM, docs/tuning.md, sixty-first session).
+    The first keeps ``STAT_LANES`` running maxima and sums (``_range_stats``; 0: one).
+    ``Y_LIKE_X`` and ``WORDS`` (the second pass reads bfloat16 rows as 32-bit words): see
+    ``_range_normalize``."""
     n_cols = _aligned(n_cols, ALIGN)
     OUT_TY: tl.constexpr = y_ptr.dtype.element_ty
     ACC_TY: tl.constexpr = tl.float64 if OUT_TY == tl.float64 else tl.float32
@@ -808,7 +810,7 @@ def softmax_split_stats_kernel(
 ):
     """Pass 1 of a split row: max and sum of each ``split_cols`` range into ``part_ptr``, a
     ``[2, n_rows, N_SPLITS]`` buffer (maxima, then sums; one buffer, one allocation), reading
-    with the L2 eviction policy ``EVICT`` (pass 2 reads the same ranges again).
+    with the eviction policy ``EVICT`` (pass 2 reads the same ranges again).
 
     With ``PDL`` (CUDA) pass 2 may be launched at once; it waits for this kernel inside.
     """
@@ -883,7 +885,7 @@ def softmax_split_norm_kernel(
     ALIGN: tl.constexpr, Y_LIKE_X: tl.constexpr,
 ):
     """Pass 2 of a split row: combine the row's partial max/sum, normalise one column range
-    (reading with the L2 eviction policy ``EVICT``), items in the order of
+    (reading with the eviction policy ``EVICT``), items in the order of
     ``_items_last_first``.
 
     A program reads only the column range it writes (pass 1 has read the whole row before this

@@ -442,7 +442,7 @@ def prepare_softmax(x_dtype: torch.dtype, y_dtype: torch.dtype, device: torch.de
     rows = (layout.n_rows, layout.n_cols, layout.n_inner)
     flags = {"BLOCK_N": p.block_n, "INDEX_64": p.index_64, "LOG": log,
              "STORE_CACHE": be.output_cache, "ALIGN": align}
-    # The looped variants read a row twice: the target's L2 policies for the two reads.
+    # The looped variants read a row twice: the target's eviction policies for the two reads.
     first, second = be.reread_eviction
     every_row = (*rows, *layout.x_strides, *layout.y_strides, scale)
     if p.variant == "tile" and p.block_m == 1:

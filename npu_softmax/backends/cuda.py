@@ -542,7 +542,11 @@ class CudaBackend(Backend):
     #: 2202; bf16 1000x100003 2054 -> 2189. 2-byte rows in chunks of 16384 lost alone (bf16
     #: 4096x40001 2479 -> 2292, 4096x50257 2294 -> 2165) and gain with ``TWO_PROGRAM_REGS``.
     min_last_chunk = 1024
-    #: The looped kernels' first read of a row keeps its lines in L2, the second lets them go.
+    #: The looped kernels' first read of a row keeps its lines (Triton's eviction policies set
+    #: L1's and L2's), the second lets them go. The online kernel's second read is served from
+    #: L1 (Nsight Compute on the H200, 2026-11-29: all of it where a row fits the program's
+    #: share of L1, 40-88% where not, and what L1 misses L2 misses too); the split's second
+    #: pass, on other SMs, partly from L2.
     #: Through the API on the H100 (docs/tuning.md): online kernel (2026-11-23, chunks of 8192
     #: then) 4096x65536 fp32 2049 -> 2186 GB/s, bf16 2149 -> 2380; split kernels (2026-11-23,
     #: with streaming stores) 8x151936 fp32 798 -> 915, bf16 16x262144 1104 -> 1260, 4x1048576
@@ -900,14 +904,15 @@ class CudaBackend(Backend):
     def chunk_elems(self, itemsize: int, variant: str, n_cols: int) -> int:
         if variant != "online":
             return 4096
-        # The online kernel moves a chunk per load, and its second read of a row should hit L2:
-        # big chunks, one row per SM in flight. A sweep of 8192-32768 elements with 16/32 warps
-        # over rows of 36000-262144 (H100, 2026-11-23, docs/tuning.md): float32 at 32768, 90-96%
-        # of the copy roof for rows of 40000-65536 (72-77% with 8192); 2-byte rows at 16384 up
-        # to 81920 elements (86% at 65536, 82-84% with 32768) and at 32768 above; those of up to
-        # 20480 elements in the forward at 8192 (``MAX_SHORT_HALF_CHUNK_COLS``), aligned ones
-        # of up to 24576 (``MAX_ALIGNED_SHORT_HALF_CHUNK_COLS``), all of up to 40960 on fast
-        # memory (``MAX_FAST_SHORT_HALF_CHUNK_COLS``).
+        # The online kernel moves a chunk per load, and its second read of a row should hit the
+        # cache (L1, measured on the H200): big chunks, few rows an SM in flight. A sweep of
+        # 8192-32768 elements with 16/32 warps over rows of 36000-262144 (H100, 2026-11-23,
+        # docs/tuning.md): float32 at 32768, 90-96% of the copy roof for rows of 40000-65536
+        # (72-77% with 8192); 2-byte rows at 16384 up to 81920 elements (86% at 65536, 82-84%
+        # with 32768) and at 32768 above; those of up to 20480 elements in the forward at 8192
+        # (``MAX_SHORT_HALF_CHUNK_COLS``), aligned ones of up to 24576
+        # (``MAX_ALIGNED_SHORT_HALF_CHUNK_COLS``), all of up to 40960 on fast memory
+        # (``MAX_FAST_SHORT_HALF_CHUNK_COLS``).
         if self._fast_small_chunk_row(n_cols, itemsize):
             return FAST_SMALL_CHUNK
         if itemsize == 2 and self.streams == 1 and n_cols <= self._most_short_half_chunk_cols():
