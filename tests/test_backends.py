@@ -293,22 +293,26 @@ def test_cuda_float32_tiles_of_padded_odd_rows_go_on_one_warp(n_cols: int,
     assert p.block_m < max(tile_rows, 4) and rows.options(p, 4)["num_warps"] == 4
 
 
-@pytest.mark.parametrize("n_cols,tile_rows", [(33, 8), (63, 8), (69, 4), (97, 4), (111, 4),
-                                              (127, 4), (171, 4), (201, 4), (241, 4),
+@pytest.mark.parametrize("n_cols,tile_rows", [(33, 8), (63, 8), (65, 8), (69, 8), (97, 8),
+                                              (111, 8), (127, 8), (171, 4), (201, 4), (241, 4),
                                               (243, 0), (255, 0), (98, 0), (200, 0), (202, 0)])
 def test_cuda_float32_fuller_odd_rows_go_on_one_warp_on_fast_memory(n_cols: int,
                                                                     tile_rows: int) -> None:
     """On a GPU of fast memory, the forward's float32 rows of odd length go on one warp up to
-    127 elements in blocks of 128 lanes and 241 in blocks of 256, 4 rows a tile, where other
-    GPUs (the H100) stop at 96 and 170; rows of 243-255, even rows and the backward keep the
-    plans of other GPUs."""
+    127 elements in blocks of 128 lanes and 241 in blocks of 256, where other GPUs (the H100)
+    stop at 96 and 170: rows of 65-127 8 to a tile read and written from their aligned bodies
+    (as vectors, ``tile_bodies``), rows of 129-241 4 to a tile through windows, rows of 33-63 8
+    so; rows of 243-255, even rows and the backward keep the plans of other GPUs."""
     fast, plain = CudaBackend("cuda", 90, fast_memory=True), CudaBackend("cuda", 90)
     layout = _contiguous(1 << 18, n_cols)
     p = launcher.plan(layout, 4, 132, fast)
-    warps = fast.for_layout(layout, 4).options(p, 4)["num_warps"]
+    rows = fast.for_layout(layout, 4)
+    warps = rows.options(p, 4)["num_warps"]
     if tile_rows:
         assert (p.variant, p.block_m, p.block_n, warps) == (
             "tile", tile_rows, triton.next_power_of_2(n_cols), 1)
+        body = rows.tile_bodies(p, 4)
+        assert body == (p.block_n == 128) and (rows.window_vec(layout, p, 4) == 4 or not body)
     else:
         assert (p, warps) == (launcher.plan(layout, 4, 132, plain),
                               plain.for_layout(layout, 4).options(p, 4)["num_warps"])

@@ -143,8 +143,9 @@ def test_windows_off_on_ascend_on_wherever_they_apply_under_the_interpreter() ->
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16])
 # Three rows: one to a block (the row kernel, reading its aligned body), 20001 columns forced
 # to ``tile`` in a head and a tail block on CUDA too (the split kernels by the launcher's plan).
-@pytest.mark.parametrize("rows,cols", [(5, 201), (3, 250), (19, 333), (19, 457), (19, 3502),
-                                       (3, 3001), (3, 20001)])
+# Float32 rows of 97 on GPUs of fast memory: 8 to a tile read from their bodies.
+@pytest.mark.parametrize("rows,cols", [(5, 201), (3, 250), (19, 97), (19, 333), (19, 457),
+                                       (19, 3502), (3, 3001), (3, 20001)])
 def test_misaligned_tensors_views_and_outputs(kernel_device: str, variant: str | None,
                                               dtype: torch.dtype, rows: int, cols: int) -> None:
     """Inputs and outputs starting anywhere in a 16-byte block, a column slice (rows of another

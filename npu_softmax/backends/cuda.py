@@ -168,6 +168,20 @@ PADDED_ODD_ROW_MOST_COLS = {64: 63, 128: 96, 256: 170}
 #: mixed so.
 FAST_PADDED_ODD_ROW_MOST_COLS = {**PADDED_ODD_ROW_MOST_COLS, 128: 127, 256: 241}
 PADDED_ODD_TILE_ROWS = {64: 8, 128: 4, 256: 4}
+#: On a GPU of fast memory the float32 rows of odd length in blocks of 128 lanes (65-127
+#: elements) go this many to the one-warp tile, each row read and written from its aligned body
+#: (``body_rows``: vector loads, and vector stores where the output sits in its 16-byte blocks
+#: as the input does, the few elements around the body apart), not 4 through windows, which
+#: store single elements. Those tiles are close to issue-bound (Nsight Compute: every
+#: scheduler issues on 79% of the cycles of fp32 231884x69, 3 warps eligible), and the body
+#: form's loop takes 345 instructions a tile of 4 rows where the windows' took 552 (sm_90).
+#: Through the API on the H200 (2026-11-29, sixty-second session, docs/tuning.md), forms
+#: alternating in one process, best of 2: fp32 231884x69 2825 -> 3367 GB/s (3317 the copy),
+#: 200000x65 2647 -> 3140, 131072x77 2848 -> 3134, 164948x97 3356 -> 3460, 16384x69 1071 ->
+#: 1183; 4 rows so ran 231884x69 at 3182. After the change, one round against it emptied:
+#: 125984x127 3241 -> 3537, 23622x127 1870 -> 2273, 144144x111 and 11236x89 level. Rows of 63
+#: (blocks of 64) gained 5% so and rows of 129 2% (4 rows), 201 none: those keep their windows.
+FAST_FLOAT_BODY_TILE_ROWS = {128: 8}
 #: The forward's 2-byte rows that are not 16-byte aligned, elements next to each other, in
 #: blocks of 64 or 128 lanes (33-128 elements, ``CudaBackend.short_tile``), go this many
 #: to a tile on one warp, 512 elements (16 a thread): tiles of 1024 elements on 2 warps before.
@@ -522,6 +536,8 @@ def _short_tile(layout: RowLayout, itemsize: int, fast_memory: bool) -> tuple[in
         return 0, 0
     most = FAST_PADDED_ODD_ROW_MOST_COLS if fast_memory else PADDED_ODD_ROW_MOST_COLS
     if layout.row_align(itemsize) == 1 and layout.n_cols <= most.get(block, 0):
+        if fast_memory and block in FAST_FLOAT_BODY_TILE_ROWS:
+            return FAST_FLOAT_BODY_TILE_ROWS[block], 1
         return PADDED_ODD_TILE_ROWS[block], 1
     if fast_memory and block == 512 and layout.n_cols <= FAST_FLOAT_PAIR_MOST_COLS:
         return FAST_FLOAT_PAIR_TILE
@@ -606,9 +622,10 @@ class CudaBackend(Backend):
         self.strided_rows = strided_rows
         #: Rows and warps of the forward's tiles of short rows that are not 16-byte aligned,
         #: elements next to each other, (0, 0) for none (``for_layout``): float32 rows of odd
-        #: length on one warp (``PADDED_ODD_ROW_MOST_COLS``, ``FAST_PADDED_ODD_ROW_MOST_COLS``),
-        #: float32 rows of 257-320 elements on two (``FAST_FLOAT_PAIR_MOST_COLS``), 2-byte rows
-        #: in short blocks on one (``HALF_ONE_WARP_TILE_ROWS``).
+        #: length on one warp (``PADDED_ODD_ROW_MOST_COLS``, ``FAST_PADDED_ODD_ROW_MOST_COLS``;
+        #: ``FAST_FLOAT_BODY_TILE_ROWS`` read from their bodies), float32 rows of 257-320
+        #: elements on two (``FAST_FLOAT_PAIR_MOST_COLS``), 2-byte rows in short blocks on one
+        #: (``HALF_ONE_WARP_TILE_ROWS``).
         self.short_tile = short_tile
         #: A device of fast memory (``FAST_MEMORY_BYTES_PER_SM``, ``for_device``).
         self.fast_memory = fast_memory
@@ -874,7 +891,7 @@ class CudaBackend(Backend):
         # 1982 -> 2051, 32768x500 2722 -> 2773 and 2546 -> 2631 (tiles of 2048 elements lost
         # for 256-lane rows: 65536x200 2486 -> 2179).
         if self.body_rows(block_n, itemsize):
-            return BODY_TILE_ROWS[block_n]
+            return BODY_TILE_ROWS[block_n] if itemsize == 2 else self.short_tile[0]
         if (self._one_warp_row(block_n, itemsize) or self._two_warp_row(block_n, itemsize)
                 or self._fast_float_row(block_n, itemsize)):
             return 1
@@ -1038,7 +1055,11 @@ class CudaBackend(Backend):
         # 1732 -> 1918, fp16 65536x129 1403 -> 1758, within 2% on the rest (bf16 32768x220 1850
         # -> 1820, tensors of 3 MB and less); column slices (rows of n of n + 9), whose body
         # stores are of single elements, bf16 124031x129 1635 -> 1797, 65536x200 1871 -> 2063.
-        return self._unaligned_bodies() and itemsize == 2 and block_n in BODY_TILE_ROWS
+        # Float32 rows of odd length too, on fast memory (``FAST_FLOAT_BODY_TILE_ROWS``).
+        return self._unaligned_bodies() and (
+            itemsize == 2 and block_n in BODY_TILE_ROWS
+            or itemsize == 4 and self.fast_memory and block_n in FAST_FLOAT_BODY_TILE_ROWS
+            and self.short_tile[0] > 0)
 
     def options(self, plan: Plan, itemsize: int) -> dict[str, Any]:
         # One stage: the persistent loop keeps enough rows in flight through occupancy instead.
