@@ -193,7 +193,8 @@ def test_neighbour_nan_and_inf_stay_out_of_a_row(kernel_device: str, variant: st
 
 
 #: Compiles the tile kernel (4 rows of 512 lanes, through windows, or with ``body`` from their
-#: aligned bodies, ``Y_LIKE_X`` as given), the row kernel (a head of 4096 lanes and a tail of
+#: aligned bodies, ``Y_LIKE_X`` as given; ``body128``: 8 rows of 128 lanes so, on one warp), the
+#: row kernel (a head of 4096 lanes and a tail of
 #: 1024) or the online kernel (chunks of 4096, the rest of a row in chunks of 2048, ``Y_LIKE_X``
 #: as given) for an sm_90 GPU (no GPU needed; pointers 16-byte aligned, the other arguments as
 #: the launcher passes a contiguous row matrix of a length not divisible by 16, with the given
@@ -217,9 +218,12 @@ runtime = {"y_ptr": "*" + dtype, "x_ptr": "*" + dtype, "n_rows": "i32", "n_cols"
            "n_inner": "i32", "x_outer_stride": "i32", "y_outer_stride": "i32", "scale": "fp32"}
 fixed = {"x_inner_stride": 0, "x_col_stride": 1, "y_inner_stride": 0, "y_col_stride": 1,
          "INDEX_64": False, "LOG": False, "STORE_CACHE": "", "VEC": vec, "ALIGN": align}
-if kernel in ("tile", "body"):
+warps = 4
+if kernel in ("tile", "body", "body128"):
     fn, fixed = K.softmax_tile_kernel, {**fixed, "BLOCK_M": 4, "BLOCK_N": 512, "TAIL_N": 0,
-                                        "BODY": kernel == "body", "Y_LIKE_X": like}
+                                        "BODY": kernel != "tile", "Y_LIKE_X": like}
+    if kernel == "body128":
+        fixed, warps = {**fixed, "BLOCK_M": 8, "BLOCK_N": 128}, 1
 elif kernel in ("online", "words"):
     # Words as the launcher asks for them: on bodies found from the row's address (VEC > 1);
     # "words" on whole rows too.
@@ -233,7 +237,7 @@ signature = {n: runtime.get(n, "constexpr") for n in fn.arg_names}
 src = ASTSource(fn, signature, constexprs=fixed,
                 attrs={(0,): [["tt.divisibility", 16]], (1,): [["tt.divisibility", 16]]})
 ptx = triton.compile(src, target=GPUTarget("cuda", 90, 32),
-                     options={"num_warps": 4, "num_stages": 1}).asm["ptx"]
+                     options={"num_warps": warps, "num_stages": 1}).asm["ptx"]
 print(json.dumps({**{op: sorted(set(re.findall(op + r"\\.global\\S*", ptx)))
                      for op in ("ld", "st")},
                   "element_st": len(re.findall(r"st\\.global(?!\\S*\\.v[248]\\.)\\S*", ptx)),
@@ -303,12 +307,16 @@ def test_bfloat16_second_pass_words_stay_in_registers(kernel: str, vec: int, ali
     assert words["shared"] == elements["shared"] > 0
 
 
-@pytest.mark.parametrize("dtype,vec", [("fp32", 4), ("bf16", 8)])
-def test_tiles_read_from_row_bodies_load_and_store_vectors(dtype: str, vec: int) -> None:
+@pytest.mark.parametrize("dtype,vec,form", [("fp32", 4, "body"), ("bf16", 8, "body"),
+                                            ("fp32", 4, "body128")])
+def test_tiles_read_from_row_bodies_load_and_store_vectors(dtype: str, vec: int,
+                                                          form: str) -> None:
     """The tile kernel with ``BODY`` loads each row's aligned body as 16-byte vectors, and
-    stores it so with ``Y_LIKE_X``; an output aligned otherwise takes element stores."""
-    alike = _global_accesses(dtype, vec, "body", 1, like=True)
-    other = _global_accesses(dtype, vec, "body", 1, like=False)
+    stores it so with ``Y_LIKE_X``; an output aligned otherwise takes element stores. (The
+    ``body128`` form: the one-warp tiles of 8 float32 rows of 65-127 elements that GPUs of fast
+    memory take.)"""
+    alike = _global_accesses(dtype, vec, form, 1, like=True)
+    other = _global_accesses(dtype, vec, form, 1, like=False)
     for ops in (alike, other):
         assert any(".v4." in op for op in ops["ld"])
     assert any(".v4." in op for op in alike["st"])
