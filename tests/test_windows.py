@@ -194,14 +194,13 @@ def test_neighbour_nan_and_inf_stay_out_of_a_row(kernel_device: str, variant: st
 
 #: Compiles the tile kernel (4 rows of 512 lanes, through windows, or with ``body`` from their
 #: aligned bodies, ``Y_LIKE_X`` as given; ``body128``: 8 rows of 128 lanes so, on one warp), the
-#: row kernel (a head of 4096 lanes and a tail of
-#: 1024) or the online kernel (chunks of 4096, the rest of a row in chunks of 2048, ``Y_LIKE_X``
-#: as given) for an sm_90 GPU (no GPU needed; pointers 16-byte aligned, the other arguments as
-#: the launcher passes a contiguous row matrix of a length not divisible by 16, with the given
-#: ``VEC`` and ``ALIGN``) and prints the PTX's global load and store instructions, how many
-#: stores are of one element, and how many shared-memory stores and barriers it has; exits 3
-#: where this Triton has no NVIDIA backend (triton-ascend). Run in its own process: Triton's
-#: interpreter, which the CPU suite runs under, cannot compile.
+#: row kernel (a head of 4096 lanes and a tail of 1024) or the online kernel (chunks of 4096, the
+#: rest of a row in chunks of 2048, ``Y_LIKE_X`` as given) for an sm_90 GPU (no GPU needed;
+#: pointers 16-byte aligned, the other arguments as the launcher passes a contiguous row matrix of
+#: a length not divisible by 16, with the given ``VEC`` and ``ALIGN``) and prints the PTX's global
+#: load and store instructions, how many stores are of one element, and how many shared-memory
+#: stores and barriers it has; exits 3 where this Triton has no NVIDIA backend (triton-ascend).
+#: Run in its own process: Triton's interpreter, which the CPU suite runs under, cannot compile.
 _GLOBAL_ACCESSES = """
 import json, re, sys
 from triton.backends import backends
