@@ -300,9 +300,9 @@ def test_cuda_float32_fuller_odd_rows_go_on_one_warp_on_fast_memory(n_cols: int,
                                                                     tile_rows: int) -> None:
     """On a GPU of fast memory, the forward's float32 rows of odd length go on one warp up to
     127 elements in blocks of 128 lanes and 241 in blocks of 256, where other GPUs (the H100)
-    stop at 96 and 170: rows of 65-127 8 to a tile read and written from their aligned bodies
-    (as vectors, ``tile_bodies``), rows of 129-241 4 to a tile through windows, rows of 33-63 8
-    so; rows of 243-255, even rows and the backward keep the plans of other GPUs."""
+    stop at 96 and 170: rows of 33-63 and 65-127 8 to a tile read and written from their
+    aligned bodies (as vectors, ``tile_bodies``), rows of 129-241 4 to a tile through windows;
+    rows of 243-255, even rows and the backward keep the plans of other GPUs."""
     fast, plain = CudaBackend("cuda", 90, fast_memory=True), CudaBackend("cuda", 90)
     layout = _contiguous(1 << 18, n_cols)
     p = launcher.plan(layout, 4, 132, fast)
@@ -312,7 +312,7 @@ def test_cuda_float32_fuller_odd_rows_go_on_one_warp_on_fast_memory(n_cols: int,
         assert (p.variant, p.block_m, p.block_n, warps) == (
             "tile", tile_rows, triton.next_power_of_2(n_cols), 1)
         body = rows.tile_bodies(p, 4)
-        assert body == (p.block_n == 128) and (rows.window_vec(layout, p, 4) == 4 or not body)
+        assert body == (p.block_n <= 128) and (rows.window_vec(layout, p, 4) == 4 or not body)
     else:
         assert (p, warps) == (launcher.plan(layout, 4, 132, plain),
                               plain.for_layout(layout, 4).options(p, 4)["num_warps"])
@@ -443,6 +443,37 @@ def test_cuda_2_byte_tiles_of_short_unaligned_rows_go_on_one_warp(n_cols: int,
     p, rows = _cuda_forward(_contiguous(2000, n_cols), 2)
     assert rows.options(p, 2)["num_warps"] > 1
     assert p.block_m < tile_rows or not tile_rows
+
+
+@pytest.mark.parametrize("n_cols,body", [(65, True), (66, True), (69, True), (97, True),
+                                         (100, True), (127, True), (33, False), (63, False),
+                                         (120, False), (129, False)])
+def test_cuda_2_byte_short_unaligned_rows_of_128_lanes_read_from_bodies_on_fast_memory(
+        n_cols: int, body: bool) -> None:
+    """On a GPU of fast memory the forward's 2-byte rows of 65-127 elements that are not
+    16-byte aligned, elements next to each other, keep their one-warp tiles of 4 rows but read
+    and write each row from its aligned body (``tile_bodies``, ``VEC`` 8), however few; rows in
+    blocks of 64 lanes, 16-byte aligned rows (120), rows whose elements are apart, the backward
+    and other GPUs (the H100) keep their windows; rows of 129 their body tiles of 256 lanes."""
+    fast, plain = CudaBackend("cuda", 90, fast_memory=True), CudaBackend("cuda", 90)
+    for n_rows in (1 << 18, 3000, 5):
+        layout = _contiguous(n_rows, n_cols)
+        p = launcher.plan(layout, 2, 132, fast)
+        rows = fast.for_layout(layout, 2)
+        if body:
+            assert (p.variant, p.block_m, p.block_n, p.tail_n) == ("tile", 4, 128, 0)
+            assert rows.options(p, 2)["num_warps"] == 1
+            assert rows.window_vec(layout, p, 2) == 8
+        assert rows.tile_bodies(p, 2) == (body or n_cols == 129)
+        if n_rows == 1 << 18:
+            assert launcher.plan(layout, 2, 132, plain) == p
+        plain_plan = launcher.plan(layout, 2, 132, plain)
+        assert not plain.for_layout(layout, 2).tile_bodies(plain_plan, 2) or n_cols == 129
+    layout = _contiguous(1 << 18, n_cols)
+    backward = launcher.plan(layout, 2, 132, fast, streams=2)
+    assert not fast.for_layout(layout, 2, 2).tile_bodies(backward, 2)
+    apart = RowLayout(1 << 18, n_cols, 1, (2 * n_cols, 0, 2), (n_cols, 0, 1))
+    assert not fast.for_layout(apart, 2).tile_bodies(launcher.plan(apart, 2, 132, fast), 2)
 
 
 @pytest.mark.parametrize("n_cols,tail", [(336, 128), (576, 64), (600, 128), (528, 16),

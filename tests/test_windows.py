@@ -143,9 +143,10 @@ def test_windows_off_on_ascend_on_wherever_they_apply_under_the_interpreter() ->
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16])
 # Three rows: one to a block (the row kernel, reading its aligned body), 20001 columns forced
 # to ``tile`` in a head and a tail block on CUDA too (the split kernels by the launcher's plan).
-# Float32 rows of 97 on GPUs of fast memory: 8 to a tile read from their bodies.
-@pytest.mark.parametrize("rows,cols", [(5, 201), (3, 250), (19, 97), (19, 333), (19, 457),
-                                       (19, 3502), (3, 3001), (3, 20001)])
+# Rows of 97 (float32 8 to a tile, 2-byte 4) and float32 rows of 45 (8) on GPUs of fast memory:
+# tiles read from their bodies.
+@pytest.mark.parametrize("rows,cols", [(5, 201), (3, 250), (19, 45), (19, 97), (19, 333),
+                                       (19, 457), (19, 3502), (3, 3001), (3, 20001)])
 def test_misaligned_tensors_views_and_outputs(kernel_device: str, variant: str | None,
                                               dtype: torch.dtype, rows: int, cols: int) -> None:
     """Inputs and outputs starting anywhere in a 16-byte block, a column slice (rows of another
@@ -193,7 +194,8 @@ def test_neighbour_nan_and_inf_stay_out_of_a_row(kernel_device: str, variant: st
 
 
 #: Compiles the tile kernel (4 rows of 512 lanes, through windows, or with ``body`` from their
-#: aligned bodies, ``Y_LIKE_X`` as given; ``body128``: 8 rows of 128 lanes so, on one warp), the
+#: aligned bodies, ``Y_LIKE_X`` as given; ``body128``: 8 float32 or 4 2-byte rows of 128 lanes
+#: so, on one warp), the
 #: row kernel (a head of 4096 lanes and a tail of 1024) or the online kernel (chunks of 4096, the
 #: rest of a row in chunks of 2048, ``Y_LIKE_X`` as given) for an sm_90 GPU (no GPU needed;
 #: pointers 16-byte aligned, the other arguments as the launcher passes a contiguous row matrix of
@@ -222,7 +224,7 @@ if kernel in ("tile", "body", "body128"):
     fn, fixed = K.softmax_tile_kernel, {**fixed, "BLOCK_M": 4, "BLOCK_N": 512, "TAIL_N": 0,
                                         "BODY": kernel != "tile", "Y_LIKE_X": like}
     if kernel == "body128":
-        fixed, warps = {**fixed, "BLOCK_M": 8, "BLOCK_N": 128}, 1
+        fixed, warps = {**fixed, "BLOCK_M": 8 if dtype == "fp32" else 4, "BLOCK_N": 128}, 1
 elif kernel in ("online", "words"):
     # Words as the launcher asks for them: on bodies found from the row's address (VEC > 1);
     # "words" on whole rows too.
@@ -307,13 +309,13 @@ def test_bfloat16_second_pass_words_stay_in_registers(kernel: str, vec: int, ali
 
 
 @pytest.mark.parametrize("dtype,vec,form", [("fp32", 4, "body"), ("bf16", 8, "body"),
-                                            ("fp32", 4, "body128")])
+                                            ("fp32", 4, "body128"), ("bf16", 8, "body128")])
 def test_tiles_read_from_row_bodies_load_and_store_vectors(dtype: str, vec: int,
                                                           form: str) -> None:
     """The tile kernel with ``BODY`` loads each row's aligned body as 16-byte vectors, and
     stores it so with ``Y_LIKE_X``; an output aligned otherwise takes element stores. (The
-    ``body128`` form: the one-warp tiles of 8 float32 rows of 65-127 elements that GPUs of fast
-    memory take.)"""
+    ``body128`` form: the one-warp tiles of 8 float32 or 4 2-byte rows of 65-127 elements that
+    GPUs of fast memory take.)"""
     alike = _global_accesses(dtype, vec, form, 1, like=True)
     other = _global_accesses(dtype, vec, form, 1, like=False)
     for ops in (alike, other):

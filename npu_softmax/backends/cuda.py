@@ -168,19 +168,32 @@ PADDED_ODD_ROW_MOST_COLS = {64: 63, 128: 96, 256: 170}
 #: mixed so.
 FAST_PADDED_ODD_ROW_MOST_COLS = {**PADDED_ODD_ROW_MOST_COLS, 128: 127, 256: 241}
 PADDED_ODD_TILE_ROWS = {64: 8, 128: 4, 256: 4}
-#: On a GPU of fast memory the float32 rows of odd length in blocks of 128 lanes (65-127
-#: elements) go this many to the one-warp tile, each row read and written from its aligned body
-#: (``body_rows``: vector loads, and vector stores where the output sits in its 16-byte blocks
-#: as the input does, the few elements around the body apart), not 4 through windows, which
-#: store single elements. Those tiles are close to issue-bound (Nsight Compute: every
-#: scheduler issues on 79% of the cycles of fp32 231884x69, 3 warps eligible), and the body
-#: form's loop takes 345 instructions a tile of 4 rows where the windows' took 552 (sm_90).
-#: Through the API on the H200 (2026-11-29, sixty-second session, docs/tuning.md), forms
-#: alternating in one process, best of 2: fp32 231884x69 2825 -> 3367 GB/s (3317 the copy),
-#: 200000x65 2647 -> 3140, 131072x77 2848 -> 3134, 164948x97 3356 -> 3460, 16384x69 1071 ->
-#: 1183; 4 rows so ran 231884x69 at 3182. After the change, one round against it emptied:
-#: 125984x127 3241 -> 3537, 23622x127 1870 -> 2273, 144144x111 and 11236x89 level. Rows of 63
-#: (blocks of 64) gained 5% so and rows of 129 2% (4 rows), 201 none: those keep their windows.
+#: On a GPU of fast memory the forward's short rows that are not 16-byte aligned, elements next
+#: to each other, in blocks of these lanes by item size, go in their one-warp tiles
+#: (``CudaBackend.short_tile``) read and written from their aligned bodies (``body_rows``:
+#: vector loads, and vector stores where the output sits in its 16-byte blocks as the input
+#: does, the few elements around the body apart), not through windows, which store single
+#: elements: 2-byte rows of 65-127 elements (4 a tile), float32 rows of odd length of 33-63 (8)
+#: and 65-127 (``FAST_FLOAT_BODY_TILE_ROWS``). Those tiles are close to issue-bound (Nsight
+#: Compute: every scheduler issues on 79% of the cycles of fp32 231884x69, 3 warps eligible),
+#: and the body form's loop takes fewer instructions a row (sm_90: 345 against 552 a tile of
+#: 4 fp32 rows of 69; 101 against 127 a bf16 row of 69). Through the API on the H200, forms
+#: alternating in one process, best of 2 (docs/tuning.md): sixty-second session (2026-11-29),
+#: fp32 231884x69 2825 -> 3367 GB/s (3317 the copy), 200000x65 2647 -> 3140, 131072x77 2848
+#: -> 3134, 164948x97 3356 -> 3460, 16384x69 1071 -> 1183; 125984x127 3241 -> 3537, 23622x127
+#: 1870 -> 2273, 144144x111 and 11236x89 level; sixty-third (same day), bf16 231884x69 1522 ->
+#: 2012 (the copy 2734-2815), 484848x66 1836 -> 2066, 359550x89 2029 -> 2615, 288288x111 2461 ->
+#: 2941, 252000x127 2617 -> 3150, 164948x97 2016 -> 2491, fp16 231884x69 1517 -> 2045, of
+#: 6.5 MB bf16 32768x100 level, column slices (231884 rows of 69 of 78, element stores)
+#: 1495 -> 1625; fp32 484848x33 2430 -> 2863, 400000x41 2958 -> 3241, 355555x45 3094 ->
+#: 3255, 253968x63 3190 -> 3404, 290909x55 3367 -> 3325, of 6.4 MB 32768x49 1562 -> 1580. The
+#: 2-byte rows of 33-64 lost so (bf16 421052x38 1629 -> 1466, 355555x45 1778 -> 1715, 262144x60
+#: 2900 -> 2137; 253968x63 gained, 2018 -> 2230), as did float32 rows of 129-241 (4 or 8 rows
+#: a tile: fp32 65536x201 3470 -> 3456, 72000x233 3644 -> 3548) and 2-byte tiles of 8 or 16
+#: rows: those keep their windows.
+FAST_BODY_TILE_LANES = {2: (128,), 4: (64, 128)}
+#: ... the float32 rows of 65-127 8 to a tile, where windows took 4 (4 rows a tile read from
+#: their bodies ran fp32 231884x69 at 3182 GB/s).
 FAST_FLOAT_BODY_TILE_ROWS = {128: 8}
 #: The forward's 2-byte rows that are not 16-byte aligned, elements next to each other, in
 #: blocks of 64 or 128 lanes (33-128 elements, ``CudaBackend.short_tile``), go this many
@@ -623,9 +636,10 @@ class CudaBackend(Backend):
         #: Rows and warps of the forward's tiles of short rows that are not 16-byte aligned,
         #: elements next to each other, (0, 0) for none (``for_layout``): float32 rows of odd
         #: length on one warp (``PADDED_ODD_ROW_MOST_COLS``, ``FAST_PADDED_ODD_ROW_MOST_COLS``;
-        #: ``FAST_FLOAT_BODY_TILE_ROWS`` read from their bodies), float32 rows of 257-320
-        #: elements on two (``FAST_FLOAT_PAIR_MOST_COLS``), 2-byte rows in short blocks on one
-        #: (``HALF_ONE_WARP_TILE_ROWS``).
+        #: ``FAST_FLOAT_BODY_TILE_ROWS``), float32 rows of 257-320 elements on two
+        #: (``FAST_FLOAT_PAIR_MOST_COLS``), 2-byte rows in short blocks on one
+        #: (``HALF_ONE_WARP_TILE_ROWS``); on fast memory some read from their bodies
+        #: (``FAST_BODY_TILE_LANES``).
         self.short_tile = short_tile
         #: A device of fast memory (``FAST_MEMORY_BYTES_PER_SM``, ``for_device``).
         self.fast_memory = fast_memory
@@ -891,7 +905,7 @@ class CudaBackend(Backend):
         # 1982 -> 2051, 32768x500 2722 -> 2773 and 2546 -> 2631 (tiles of 2048 elements lost
         # for 256-lane rows: 65536x200 2486 -> 2179).
         if self.body_rows(block_n, itemsize):
-            return BODY_TILE_ROWS[block_n] if itemsize == 2 else self.short_tile[0]
+            return self.short_tile[0] or BODY_TILE_ROWS[block_n]
         if (self._one_warp_row(block_n, itemsize) or self._two_warp_row(block_n, itemsize)
                 or self._fast_float_row(block_n, itemsize)):
             return 1
@@ -1055,11 +1069,11 @@ class CudaBackend(Backend):
         # 1732 -> 1918, fp16 65536x129 1403 -> 1758, within 2% on the rest (bf16 32768x220 1850
         # -> 1820, tensors of 3 MB and less); column slices (rows of n of n + 9), whose body
         # stores are of single elements, bf16 124031x129 1635 -> 1797, 65536x200 1871 -> 2063.
-        # Float32 rows of odd length too, on fast memory (``FAST_FLOAT_BODY_TILE_ROWS``).
+        # On fast memory the one-warp tiles of shorter rows too (``FAST_BODY_TILE_LANES``).
         return self._unaligned_bodies() and (
             itemsize == 2 and block_n in BODY_TILE_ROWS
-            or itemsize == 4 and self.fast_memory and block_n in FAST_FLOAT_BODY_TILE_ROWS
-            and self.short_tile[0] > 0)
+            or self.fast_memory and self.short_tile[0] > 0
+            and block_n in FAST_BODY_TILE_LANES.get(itemsize, ()))
 
     def options(self, plan: Plan, itemsize: int) -> dict[str, Any]:
         # One stage: the persistent loop keeps enough rows in flight through occupancy instead.
