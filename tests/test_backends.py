@@ -293,16 +293,18 @@ def test_cuda_float32_tiles_of_padded_odd_rows_go_on_one_warp(n_cols: int,
     assert p.block_m < max(tile_rows, 4) and rows.options(p, 4)["num_warps"] == 4
 
 
-@pytest.mark.parametrize("n_cols,tile_rows", [(33, 8), (63, 8), (65, 8), (69, 8), (97, 8),
-                                              (111, 8), (127, 8), (171, 4), (201, 4), (241, 4),
+@pytest.mark.parametrize("n_cols,tile_rows", [(33, 8), (47, 8), (49, 8), (61, 8), (63, 8), (65, 8),
+                                              (69, 8), (97, 8), (111, 8), (127, 8), (171, 4),
+                                              (201, 4), (241, 4),
                                               (243, 0), (255, 0), (98, 0), (200, 0), (202, 0)])
 def test_cuda_float32_fuller_odd_rows_go_on_one_warp_on_fast_memory(n_cols: int,
                                                                     tile_rows: int) -> None:
     """On a GPU of fast memory, the forward's float32 rows of odd length go on one warp up to
     127 elements in blocks of 128 lanes and 241 in blocks of 256, where other GPUs (the H100)
-    stop at 96 and 170: rows of 33-63 and 65-127 8 to a tile read and written from their
-    aligned bodies (as vectors, ``tile_bodies``), rows of 129-241 4 to a tile through windows;
-    rows of 243-255, even rows and the backward keep the plans of other GPUs."""
+    stop at 96 and 170: rows of 33-47, 63 (too long for windows) and 65-127 8 to a tile read
+    and written from their aligned bodies (as vectors, ``tile_bodies``), rows of 49-61 8 to a
+    tile and of 129-241 4 through windows; rows of 243-255, even rows and the backward keep the
+    plans of other GPUs."""
     fast, plain = CudaBackend("cuda", 90, fast_memory=True), CudaBackend("cuda", 90)
     layout = _contiguous(1 << 18, n_cols)
     p = launcher.plan(layout, 4, 132, fast)
@@ -312,7 +314,8 @@ def test_cuda_float32_fuller_odd_rows_go_on_one_warp_on_fast_memory(n_cols: int,
         assert (p.variant, p.block_m, p.block_n, warps) == (
             "tile", tile_rows, triton.next_power_of_2(n_cols), 1)
         body = rows.tile_bodies(p, 4)
-        assert body == (p.block_n <= 128) and (rows.window_vec(layout, p, 4) == 4 or not body)
+        assert body == (n_cols <= 47 or n_cols == 63 or p.block_n == 128)
+        assert rows.window_vec(layout, p, 4) == 4 or not body
     else:
         assert (p, warps) == (launcher.plan(layout, 4, 132, plain),
                               plain.for_layout(layout, 4).options(p, 4)["num_warps"])
@@ -446,22 +449,26 @@ def test_cuda_2_byte_tiles_of_short_unaligned_rows_go_on_one_warp(n_cols: int,
 
 
 @pytest.mark.parametrize("n_cols,body", [(65, True), (66, True), (69, True), (97, True),
-                                         (100, True), (127, True), (33, False), (63, False),
-                                         (120, False), (129, False)])
-def test_cuda_2_byte_short_unaligned_rows_of_128_lanes_read_from_bodies_on_fast_memory(
+                                         (100, True), (127, True), (59, True), (61, True),
+                                         (63, True), (33, False), (57, False), (58, False),
+                                         (62, False), (120, False), (129, False)])
+def test_cuda_2_byte_short_unaligned_rows_read_from_bodies_on_fast_memory(
         n_cols: int, body: bool) -> None:
-    """On a GPU of fast memory the forward's 2-byte rows of 65-127 elements that are not
-    16-byte aligned, elements next to each other, keep their one-warp tiles of 4 rows but read
-    and write each row from its aligned body (``tile_bodies``, ``VEC`` 8), however few; rows in
-    blocks of 64 lanes, 16-byte aligned rows (120), rows whose elements are apart, the backward
-    and other GPUs (the H100) keep their windows; rows of 129 their body tiles of 256 lanes."""
+    """On a GPU of fast memory the forward's 2-byte rows that are not 16-byte aligned, elements
+    next to each other, of 65-127 elements, and of odd length of 59-63 (too long for windows in
+    64 lanes), keep their one-warp tiles (4 rows of 128 lanes, 8 of 64) but read and write each
+    row from its aligned body (``tile_bodies``, ``VEC`` 8), however few; rows that windows take
+    (33, 57), rows of 4- or 8-byte runs in 64 lanes (58, 62), 16-byte aligned rows (120), rows
+    whose elements are apart, the backward and other GPUs (the H100) keep their plans; rows
+    of 129 their body tiles of 256 lanes."""
     fast, plain = CudaBackend("cuda", 90, fast_memory=True), CudaBackend("cuda", 90)
+    block = triton.next_power_of_2(n_cols)
     for n_rows in (1 << 18, 3000, 5):
         layout = _contiguous(n_rows, n_cols)
         p = launcher.plan(layout, 2, 132, fast)
         rows = fast.for_layout(layout, 2)
         if body:
-            assert (p.variant, p.block_m, p.block_n, p.tail_n) == ("tile", 4, 128, 0)
+            assert (p.variant, p.block_m, p.block_n, p.tail_n) == ("tile", 512 // block, block, 0)
             assert rows.options(p, 2)["num_warps"] == 1
             assert rows.window_vec(layout, p, 2) == 8
         assert rows.tile_bodies(p, 2) == (body or n_cols == 129)

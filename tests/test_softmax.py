@@ -181,7 +181,7 @@ def test_short_unaligned_rows_as_planned(kernel_device: str, dtype: torch.dtype,
     """Rows that are not 16-byte aligned, just past a power of two and below the next, enough of
     them for full tiles, by the target's own plan (on CUDA, in the forward: float32 rows of odd
     length in one-warp tiles of 8 rows for 33-63 elements and of 4 rows for 65-95 and 129-169,
-    on GPUs of fast memory also 171-241, and 33-63 and 65-127 8 to a tile read from their
+    on GPUs of fast memory also 171-241, and 33-47 and 65-127 8 to a tile read from their
     aligned bodies; two-warp tiles of 2 rows for 257-319 (even ones too), of 1024 elements on 4
     warps for the others; 2-byte rows 8 to a one-warp tile for 33-64 elements, 4 for 65-128
     (read from their bodies on GPUs of fast memory), 2 warps for tiles of longer ones), into an

@@ -143,9 +143,9 @@ def test_windows_off_on_ascend_on_wherever_they_apply_under_the_interpreter() ->
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16])
 # Three rows: one to a block (the row kernel, reading its aligned body), 20001 columns forced
 # to ``tile`` in a head and a tail block on CUDA too (the split kernels by the launcher's plan).
-# Rows of 97 (float32 8 to a tile, 2-byte 4) and float32 rows of 45 (8) on GPUs of fast memory:
+# Rows of 97 (float32 8 to a tile, 2-byte 4) and of 63 (8) on GPUs of fast memory:
 # tiles read from their bodies.
-@pytest.mark.parametrize("rows,cols", [(5, 201), (3, 250), (19, 45), (19, 97), (19, 333),
+@pytest.mark.parametrize("rows,cols", [(5, 201), (3, 250), (19, 63), (19, 97), (19, 333),
                                        (19, 457), (19, 3502), (3, 3001), (3, 20001)])
 def test_misaligned_tensors_views_and_outputs(kernel_device: str, variant: str | None,
                                               dtype: torch.dtype, rows: int, cols: int) -> None:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import copy
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import triton
 
@@ -14,6 +14,20 @@ from .base import Backend, head_tail, stat_lanes_per_vector
 if TYPE_CHECKING:
     from ..launcher import Plan
 
+
+class ShortTile(NamedTuple):
+    """The forward's tile of short rows that are not 16-byte aligned, elements next to each
+    other (``_short_tile``)."""
+
+    #: Rows a tile; 0 for none.
+    rows: int = 0
+    warps: int = 0
+    #: Each row read and written from its aligned body (``CudaBackend.body_rows``).
+    bodies: bool = False
+
+
+#: No such tile.
+NO_SHORT_TILE = ShortTile()
 #: Resident threads per SM on every NVIDIA GPU since Volta (and per CU on AMD CDNA).
 MAX_THREADS_PER_SM = 2048
 #: Threads of the warps every warp count below is in (NVIDIA's). Where a target's warps are
@@ -169,29 +183,35 @@ PADDED_ODD_ROW_MOST_COLS = {64: 63, 128: 96, 256: 170}
 FAST_PADDED_ODD_ROW_MOST_COLS = {**PADDED_ODD_ROW_MOST_COLS, 128: 127, 256: 241}
 PADDED_ODD_TILE_ROWS = {64: 8, 128: 4, 256: 4}
 #: On a GPU of fast memory the forward's short rows that are not 16-byte aligned, elements next
-#: to each other, in blocks of these lanes by item size, go in their one-warp tiles
-#: (``CudaBackend.short_tile``) read and written from their aligned bodies (``body_rows``:
-#: vector loads, and vector stores where the output sits in its 16-byte blocks as the input
-#: does, the few elements around the body apart), not through windows, which store single
-#: elements: 2-byte rows of 65-127 elements (4 a tile), float32 rows of odd length of 33-63 (8)
-#: and 65-127 (``FAST_FLOAT_BODY_TILE_ROWS``). Those tiles are close to issue-bound (Nsight
+#: to each other, of at most this many elements by item size and block (lanes), go in their
+#: one-warp tiles (``CudaBackend.short_tile``) read and written from their aligned bodies
+#: (``body_rows``: vector loads, and vector stores where the output sits in its 16-byte blocks
+#: as the input does, the few elements around the body apart), not through windows, which
+#: store single elements: 2-byte rows of 65-127 elements (4 a tile), float32 rows of odd
+#: length of 33-47 (8) and 65-127 (``FAST_FLOAT_BODY_TILE_ROWS``); so do rows of odd length
+#: whose windows do not fit in their block, which the tile would read element by element
+#: (2-byte rows of 59-63, float32 rows of 63). Those tiles are close to issue-bound (Nsight
 #: Compute: every scheduler issues on 79% of the cycles of fp32 231884x69, 3 warps eligible),
 #: and the body form's loop takes fewer instructions a row (sm_90: 345 against 552 a tile of
 #: 4 fp32 rows of 69; 101 against 127 a bf16 row of 69). Through the API on the H200, forms
 #: alternating in one process, best of 2 (docs/tuning.md): sixty-second session (2026-11-29),
 #: fp32 231884x69 2825 -> 3367 GB/s (3317 the copy), 200000x65 2647 -> 3140, 131072x77 2848
 #: -> 3134, 164948x97 3356 -> 3460, 16384x69 1071 -> 1183; 125984x127 3241 -> 3537, 23622x127
-#: 1870 -> 2273, 144144x111 and 11236x89 level; sixty-third (same day), bf16 231884x69 1522 ->
-#: 2012 (the copy 2734-2815), 484848x66 1836 -> 2066, 359550x89 2029 -> 2615, 288288x111 2461 ->
-#: 2941, 252000x127 2617 -> 3150, 164948x97 2016 -> 2491, fp16 231884x69 1517 -> 2045, of
-#: 6.5 MB bf16 32768x100 level, column slices (231884 rows of 69 of 78, element stores)
-#: 1495 -> 1625; fp32 484848x33 2430 -> 2863, 400000x41 2958 -> 3241, 355555x45 3094 ->
-#: 3255, 253968x63 3190 -> 3404, 290909x55 3367 -> 3325, of 6.4 MB 32768x49 1562 -> 1580. The
-#: 2-byte rows of 33-64 lost so (bf16 421052x38 1629 -> 1466, 355555x45 1778 -> 1715, 262144x60
-#: 2900 -> 2137; 253968x63 gained, 2018 -> 2230), as did float32 rows of 129-241 (4 or 8 rows
-#: a tile: fp32 65536x201 3470 -> 3456, 72000x233 3644 -> 3548) and 2-byte tiles of 8 or 16
-#: rows: those keep their windows.
-FAST_BODY_TILE_LANES = {2: (128,), 4: (64, 128)}
+#: 1870 -> 2273, 144144x111 and 11236x89 level; sixty-third (same day), bf16 231884x69 1522
+#: -> 2012 (the copy 2734-2815), 484848x66 1836 -> 2066, 359550x89 2029 -> 2615, 288288x111
+#: 2461 -> 2941, 252000x127 2617 -> 3150, 164948x97 2016 -> 2491, fp16 231884x69 1517 ->
+#: 2045, of 6.5 MB bf16 32768x100 level, column slices (231884 rows of 69 of 78, element
+#: stores) 1495 -> 1625; fp32 484848x33 2430 -> 2863, 90909x33 1689 -> 1799, 400000x41 2958
+#: -> 3241, 355555x45 3094 -> 3255, 4096x37 184 -> 207; without windows, bf16 542372x59 2046
+#: -> 2274, 524590x61 2116 -> 2334, 507936x63 2182 -> 2402, 31746x63 859 -> 947, fp32
+#: 253968x63 3190 -> 3404. Rows that windows take lost or ran level so: float32 of 49-61
+#: (320000x51 3358 -> 3278, 290909x59 3500 -> 3368, 262295x61 3484 -> 3401, 16393x61 1131 ->
+#: 1037), 2-byte of 33-57 (bf16 421052x38 1629 -> 1466, 711111x45 1952 -> 1807, 640000x50 2193
+#: -> 1990, 561403x57 2365 -> 2198), float32 of 129-241 (4 or 8 rows a tile: fp32 65536x201
+#: 3470 -> 3456, 72000x233 3644 -> 3548), as did 2-byte rows of 8-byte runs (262144x60 2900 ->
+#: 2137) and 4-byte runs in 64 lanes (551724x58 2385 -> 2257, 516129x62 2474 -> 2395) and
+#: 2-byte tiles of 8 or 16 rows: those keep their plans.
+FAST_BODY_TILE_MOST_COLS = {2: {128: 127}, 4: {64: 47, 128: 127}}
 #: ... the float32 rows of 65-127 8 to a tile, where windows took 4 (4 rows a tile read from
 #: their bodies ran fp32 231884x69 at 3182 GB/s).
 FAST_FLOAT_BODY_TILE_ROWS = {128: 8}
@@ -339,7 +359,7 @@ FAST_FLOAT_ROW_LANES, FAST_FLOAT_ROW_WARPS = 1024, 2
 #: between, 2 rows on one warp level with 4 on 4; aligned rows (8 to a tile on 4 warps) within
 #: 3% (61538x260 3425-3500 -> 3457-3521).
 FAST_FLOAT_PAIR_MOST_COLS = 320
-FAST_FLOAT_PAIR_TILE = (2, 2)
+FAST_FLOAT_PAIR_TILE = ShortTile(2, 2)
 #: Warps of the forward's split variant for float32 rows on a GPU of fast memory: 8 before
 #: (as 2-byte rows keep). Through the API on the H200 (2026-11-28, fifty-third session,
 #: docs/tuning.md), as above, best of 3: fp32 16x262144 1862 -> 2013-2028 GB/s, 64x65536
@@ -537,24 +557,28 @@ def memory_bytes_per_sm(props: dict[str, Any]) -> float:
     return 2 * clock_khz * 1e3 * bus_bits / 8 / max(1, props["multiprocessor_count"])
 
 
-def _short_tile(layout: RowLayout, itemsize: int, fast_memory: bool) -> tuple[int, int]:
-    # Rows and warps of a tile for the forward's rows that are not 16-byte aligned, elements
-    # next to each other: one warp (``PADDED_ODD_ROW_MOST_COLS``,
-    # ``FAST_PADDED_ODD_ROW_MOST_COLS``, ``HALF_ONE_WARP_TILE_ROWS``) or two
-    # (``FAST_FLOAT_PAIR_MOST_COLS``); (0, 0): none.
+def _short_tile(layout: RowLayout, itemsize: int, fast_memory: bool) -> ShortTile:
+    # The tile of the forward's rows that are not 16-byte aligned, elements next to each
+    # other: one warp (``PADDED_ODD_ROW_MOST_COLS``, ``FAST_PADDED_ODD_ROW_MOST_COLS``,
+    # ``HALF_ONE_WARP_TILE_ROWS``; from their bodies ``FAST_BODY_TILE_MOST_COLS``) or two
+    # (``FAST_FLOAT_PAIR_MOST_COLS``).
     block = triton.next_power_of_2(layout.n_cols)
+    # Rows of odd length whose windows do not fit in their block (``base.window_fit``), which
+    # the tile would read element by element, also go from their bodies.
+    windowless = layout.row_align(itemsize) == 1 and layout.n_cols + 16 // itemsize - 1 > block
+    most_body = FAST_BODY_TILE_MOST_COLS.get(itemsize, {}).get(block, 0)
+    bodies = fast_memory and (layout.n_cols <= most_body or windowless)
     if itemsize == 2 and block in HALF_ONE_WARP_TILE_ROWS:
-        return HALF_ONE_WARP_TILE_ROWS[block], 1
+        return ShortTile(HALF_ONE_WARP_TILE_ROWS[block], 1, bodies)
     if itemsize != 4:
-        return 0, 0
+        return NO_SHORT_TILE
     most = FAST_PADDED_ODD_ROW_MOST_COLS if fast_memory else PADDED_ODD_ROW_MOST_COLS
     if layout.row_align(itemsize) == 1 and layout.n_cols <= most.get(block, 0):
-        if fast_memory and block in FAST_FLOAT_BODY_TILE_ROWS:
-            return FAST_FLOAT_BODY_TILE_ROWS[block], 1
-        return PADDED_ODD_TILE_ROWS[block], 1
+        rows = FAST_FLOAT_BODY_TILE_ROWS.get(block, 0) if bodies else 0
+        return ShortTile(rows or PADDED_ODD_TILE_ROWS[block], 1, bodies)
     if fast_memory and block == 512 and layout.n_cols <= FAST_FLOAT_PAIR_MOST_COLS:
         return FAST_FLOAT_PAIR_TILE
-    return 0, 0
+    return NO_SHORT_TILE
 
 
 class CudaBackend(Backend):
@@ -609,7 +633,7 @@ class CudaBackend(Backend):
                  unaligned_rows: bool = False, streams: int = 1,
                  hinted_rows: bool = False, transposed_output: bool = False,
                  aligned_columns: bool = False, strided_rows: bool = False,
-                 short_tile: tuple[int, int] = (0, 0), warp_size: int = TUNED_WARP_SIZE,
+                 short_tile: ShortTile = NO_SHORT_TILE, warp_size: int = TUNED_WARP_SIZE,
                  fast_memory: bool = False, narrow_float_chunks: bool = False) -> None:
         self.name = name
         self.arch = arch
@@ -633,13 +657,13 @@ class CudaBackend(Backend):
         #: Rows whose elements are apart in either tensor (a column stride other than 1), which
         #: no kernel reads as vectors (``for_layout``).
         self.strided_rows = strided_rows
-        #: Rows and warps of the forward's tiles of short rows that are not 16-byte aligned,
-        #: elements next to each other, (0, 0) for none (``for_layout``): float32 rows of odd
-        #: length on one warp (``PADDED_ODD_ROW_MOST_COLS``, ``FAST_PADDED_ODD_ROW_MOST_COLS``;
+        #: The forward's tiles of short rows that are not 16-byte aligned, elements next to
+        #: each other (``for_layout``): float32 rows of odd length on one warp
+        #: (``PADDED_ODD_ROW_MOST_COLS``, ``FAST_PADDED_ODD_ROW_MOST_COLS``,
         #: ``FAST_FLOAT_BODY_TILE_ROWS``), float32 rows of 257-320 elements on two
         #: (``FAST_FLOAT_PAIR_MOST_COLS``), 2-byte rows in short blocks on one
         #: (``HALF_ONE_WARP_TILE_ROWS``); on fast memory some read from their bodies
-        #: (``FAST_BODY_TILE_LANES``).
+        #: (``FAST_BODY_TILE_MOST_COLS``).
         self.short_tile = short_tile
         #: A device of fast memory (``FAST_MEMORY_BYTES_PER_SM``, ``for_device``).
         self.fast_memory = fast_memory
@@ -664,7 +688,7 @@ class CudaBackend(Backend):
         aligned = all(s % 16 == 0 for s in (*cols.x_strides[::2], *cols.y_strides[::2]))
         strided = layout.strided_rows()
         short = (_short_tile(layout, itemsize, self.fast_memory)
-                 if streams == 1 and unaligned and not strided else (0, 0))
+                 if streams == 1 and unaligned and not strided else NO_SHORT_TILE)
         narrow = (self.fast_memory and streams == 1 and itemsize == 4
                   and layout.n_rows >= FAST_FLOAT_NARROW_CHUNK_MIN_ROWS
                   and MAX_FAST_FLOAT_TILE_COLS < layout.n_cols <= MAX_FAST_FLOAT_SHORT_CHUNK_COLS)
@@ -905,7 +929,7 @@ class CudaBackend(Backend):
         # 1982 -> 2051, 32768x500 2722 -> 2773 and 2546 -> 2631 (tiles of 2048 elements lost
         # for 256-lane rows: 65536x200 2486 -> 2179).
         if self.body_rows(block_n, itemsize):
-            return self.short_tile[0] or BODY_TILE_ROWS[block_n]
+            return self.short_tile.rows or BODY_TILE_ROWS[block_n]
         if (self._one_warp_row(block_n, itemsize) or self._two_warp_row(block_n, itemsize)
                 or self._fast_float_row(block_n, itemsize)):
             return 1
@@ -916,8 +940,8 @@ class CudaBackend(Backend):
             rows = min(rows, UNALIGNED_TILE_ELEMS // block_n)
         elif self._hinted_float_tile(block_n, itemsize):
             rows = max(1, min(rows, HINTED_FLOAT_TILE_ELEMS // block_n))
-        if self.short_tile[0]:
-            rows = min(rows, self.short_tile[0])
+        if self.short_tile.rows:
+            rows = min(rows, self.short_tile.rows)
         return rows
 
     def _fast_float_row(self, block_n: int, itemsize: int) -> bool:
@@ -1069,11 +1093,9 @@ class CudaBackend(Backend):
         # 1732 -> 1918, fp16 65536x129 1403 -> 1758, within 2% on the rest (bf16 32768x220 1850
         # -> 1820, tensors of 3 MB and less); column slices (rows of n of n + 9), whose body
         # stores are of single elements, bf16 124031x129 1635 -> 1797, 65536x200 1871 -> 2063.
-        # On fast memory the one-warp tiles of shorter rows too (``FAST_BODY_TILE_LANES``).
+        # On fast memory the one-warp tiles of shorter rows too (``FAST_BODY_TILE_MOST_COLS``).
         return self._unaligned_bodies() and (
-            itemsize == 2 and block_n in BODY_TILE_ROWS
-            or self.fast_memory and self.short_tile[0] > 0
-            and block_n in FAST_BODY_TILE_LANES.get(itemsize, ()))
+            itemsize == 2 and block_n in BODY_TILE_ROWS or self.short_tile.bodies)
 
     def options(self, plan: Plan, itemsize: int) -> dict[str, Any]:
         # One stage: the persistent loop keeps enough rows in flight through occupancy instead.
@@ -1174,8 +1196,8 @@ class CudaBackend(Backend):
         # 65536x333 2549 -> 2342).
         if block_m > 1 and itemsize == 2 and self.unaligned_rows and elems <= UNALIGNED_TILE_ELEMS:
             warps = 2
-        if plan.variant == "tile" and block_m == self.short_tile[0]:
-            warps = self.short_tile[1]
+        if plan.variant == "tile" and block_m == self.short_tile.rows:
+            warps = self.short_tile.warps
         if block_n == 1 and block_m >= SINGLE_COLUMN_TILE_ROWS and self.streams == 1:
             warps = SINGLE_COLUMN_TILE_WARPS
         return warps
