@@ -449,18 +449,20 @@ def test_cuda_2_byte_tiles_of_short_unaligned_rows_go_on_one_warp(n_cols: int,
 
 
 @pytest.mark.parametrize("n_cols,body", [(65, True), (66, True), (69, True), (97, True),
-                                         (100, True), (127, True), (59, True), (61, True),
+                                         (126, True), (127, True), (59, True), (61, True),
                                          (63, True), (33, False), (57, False), (58, False),
-                                         (62, False), (120, False), (129, False)])
+                                         (62, False), (68, False), (100, False), (120, False),
+                                         (129, False)])
 def test_cuda_2_byte_short_unaligned_rows_read_from_bodies_on_fast_memory(
         n_cols: int, body: bool) -> None:
     """On a GPU of fast memory the forward's 2-byte rows that are not 16-byte aligned, elements
-    next to each other, of 65-127 elements, and of odd length of 59-63 (too long for windows in
-    64 lanes), keep their one-warp tiles (4 rows of 128 lanes, 8 of 64) but read and write each
-    row from its aligned body (``tile_bodies``, ``VEC`` 8), however few; rows that windows take
-    (33, 57), rows of 4- or 8-byte runs in 64 lanes (58, 62), 16-byte aligned rows (120), rows
-    whose elements are apart, the backward and other GPUs (the H100) keep their plans; rows
-    of 129 their body tiles of 256 lanes."""
+    next to each other, of 65-127 elements (runs of 2 elements too, 66, 126), and of odd length
+    of 59-63 (too long for windows in 64 lanes), keep their one-warp tiles (4 rows of 128
+    lanes, 8 of 64) but read and write each row from its aligned body (``tile_bodies``, ``VEC``
+    8), however few; rows that windows take (33, 57), rows of 4- or 8-byte runs in 64 lanes (58,
+    62), of 8-byte runs in 128 (68, 100), 16-byte aligned rows (120), rows whose elements are
+    apart, the backward and other GPUs (the H100) keep their plans; rows of 129 their body
+    tiles of 256 lanes."""
     fast, plain = CudaBackend("cuda", 90, fast_memory=True), CudaBackend("cuda", 90)
     block = triton.next_power_of_2(n_cols)
     for n_rows in (1 << 18, 3000, 5):

@@ -182,35 +182,35 @@ PADDED_ODD_ROW_MOST_COLS = {64: 63, 128: 96, 256: 170}
 #: mixed so.
 FAST_PADDED_ODD_ROW_MOST_COLS = {**PADDED_ODD_ROW_MOST_COLS, 128: 127, 256: 241}
 PADDED_ODD_TILE_ROWS = {64: 8, 128: 4, 256: 4}
-#: On a GPU of fast memory the forward's short rows that are not 16-byte aligned, elements next
-#: to each other, of at most this many elements by item size and block (lanes), go in their
-#: one-warp tiles (``CudaBackend.short_tile``) read and written from their aligned bodies
-#: (``body_rows``: vector loads, and vector stores where the output sits in its 16-byte blocks
-#: as the input does, the few elements around the body apart), not through windows, which
-#: store single elements: 2-byte rows of 65-127 elements (4 a tile), float32 rows of odd
-#: length of 33-47 (8) and 65-127 (``FAST_FLOAT_BODY_TILE_ROWS``); so do rows of odd length
-#: whose windows do not fit in their block, which the tile would read element by element
-#: (2-byte rows of 59-63, float32 rows of 63). Those tiles are close to issue-bound (Nsight
-#: Compute: every scheduler issues on 79% of the cycles of fp32 231884x69, 3 warps eligible),
-#: and the body form's loop takes fewer instructions a row (sm_90: 345 against 552 a tile of
-#: 4 fp32 rows of 69; 101 against 127 a bf16 row of 69). Through the API on the H200, forms
-#: alternating in one process, best of 2 (docs/tuning.md): sixty-second session (2026-11-29),
-#: fp32 231884x69 2825 -> 3367 GB/s (3317 the copy), 200000x65 2647 -> 3140, 131072x77 2848
-#: -> 3134, 164948x97 3356 -> 3460, 16384x69 1071 -> 1183; 125984x127 3241 -> 3537, 23622x127
-#: 1870 -> 2273, 144144x111 and 11236x89 level; sixty-third (same day), bf16 231884x69 1522
-#: -> 2012 (the copy 2734-2815), 484848x66 1836 -> 2066, 359550x89 2029 -> 2615, 288288x111
-#: 2461 -> 2941, 252000x127 2617 -> 3150, 164948x97 2016 -> 2491, fp16 231884x69 1517 ->
-#: 2045, of 6.5 MB bf16 32768x100 level, column slices (231884 rows of 69 of 78, element
-#: stores) 1495 -> 1625; fp32 484848x33 2430 -> 2863, 90909x33 1689 -> 1799, 400000x41 2958
-#: -> 3241, 355555x45 3094 -> 3255, 4096x37 184 -> 207; without windows, bf16 542372x59 2046
-#: -> 2274, 524590x61 2116 -> 2334, 507936x63 2182 -> 2402, 31746x63 859 -> 947, fp32
-#: 253968x63 3190 -> 3404. Rows that windows take lost or ran level so: float32 of 49-61
-#: (320000x51 3358 -> 3278, 290909x59 3500 -> 3368, 262295x61 3484 -> 3401, 16393x61 1131 ->
-#: 1037), 2-byte of 33-57 (bf16 421052x38 1629 -> 1466, 711111x45 1952 -> 1807, 640000x50 2193
-#: -> 1990, 561403x57 2365 -> 2198), float32 of 129-241 (4 or 8 rows a tile: fp32 65536x201
-#: 3470 -> 3456, 72000x233 3644 -> 3548), as did 2-byte rows of 8-byte runs (262144x60 2900 ->
-#: 2137) and 4-byte runs in 64 lanes (551724x58 2385 -> 2257, 516129x62 2474 -> 2395) and
-#: 2-byte tiles of 8 or 16 rows: those keep their plans.
+#: On a GPU of fast memory the forward's short rows that are not 16-byte aligned, elements next to
+#: each other, of at most this many elements by item size and block (lanes), go in their one-warp
+#: tiles (``CudaBackend.short_tile``) read and written from their aligned bodies (``body_rows``:
+#: vector loads, and vector stores where the output sits in its 16-byte blocks as the input does,
+#: the few elements around the body apart), not through windows, which store single elements:
+#: 2-byte rows of 65-127 elements but those of 8-byte runs (4 a tile; such runs ran level so on a
+#: tensor of 6.5 MB, bf16 32768x100, and lost 26% in 64 lanes), float32 rows of odd length of
+#: 33-47 (8) and 65-127 (``FAST_FLOAT_BODY_TILE_ROWS``); so do rows of odd length whose windows do
+#: not fit in their block, which the tile would read element by element (2-byte rows of 59-63,
+#: float32 rows of 63). Those tiles are close to issue-bound (Nsight Compute: every scheduler
+#: issues on 79% of the cycles of fp32 231884x69, 3 warps eligible), and the body form's loop
+#: takes fewer instructions a row (sm_90: 345 against 552 a tile of 4 fp32 rows of 69; 101 against
+#: 127 a bf16 row of 69). Through the API on the H200, forms alternating in one process, best of 2
+#: (docs/tuning.md): sixty-second session (2026-11-29), fp32 231884x69 2825 -> 3367 GB/s (3317 the
+#: copy), 200000x65 2647 -> 3140, 131072x77 2848 -> 3134, 164948x97 3356 -> 3460, 16384x69 1071 ->
+#: 1183; 125984x127 3241 -> 3537, 23622x127 1870 -> 2273, 144144x111 and 11236x89 level;
+#: sixty-third (same day), bf16 231884x69 1522 -> 2012 (the copy 2734-2815), 484848x66 1836 ->
+#: 2066, 359550x89 2029 -> 2615, 288288x111 2461 -> 2941, 252000x127 2617 -> 3150, 164948x97 2016
+#: -> 2491, fp16 231884x69 1517 -> 2045, column slices (231884 rows of 69 of 78, element stores)
+#: 1495 -> 1625; fp32 484848x33 2430 -> 2863, 90909x33 1689 -> 1799, 400000x41 2958 -> 3241,
+#: 355555x45 3094 -> 3255, 4096x37 184 -> 207; without windows, bf16 542372x59 2046 -> 2274,
+#: 524590x61 2116 -> 2334, 507936x63 2182 -> 2402, 31746x63 859 -> 947, fp32 253968x63 3190 ->
+#: 3404. Rows that windows take lost or ran level so: float32 of 49-61 (320000x51 3358 -> 3278,
+#: 290909x59 3500 -> 3368, 262295x61 3484 -> 3401, 16393x61 1131 -> 1037), 2-byte of 33-57 (bf16
+#: 421052x38 1629 -> 1466, 711111x45 1952 -> 1807, 640000x50 2193 -> 1990, 561403x57 2365 ->
+#: 2198), float32 of 129-241 (4 or 8 rows a tile: fp32 65536x201 3470 -> 3456, 72000x233 3644 ->
+#: 3548), as did 2-byte rows of 8-byte runs (262144x60 2900 -> 2137) and 4-byte runs in 64 lanes
+#: (551724x58 2385 -> 2257, 516129x62 2474 -> 2395) and 2-byte tiles of 8 or 16 rows: those keep
+#: their plans.
 FAST_BODY_TILE_MOST_COLS = {2: {128: 127}, 4: {64: 47, 128: 127}}
 #: ... the float32 rows of 65-127 8 to a tile, where windows took 4 (4 rows a tile read from
 #: their bodies ran fp32 231884x69 at 3182 GB/s).
@@ -564,10 +564,12 @@ def _short_tile(layout: RowLayout, itemsize: int, fast_memory: bool) -> ShortTil
     # (``FAST_FLOAT_PAIR_MOST_COLS``).
     block = triton.next_power_of_2(layout.n_cols)
     # Rows of odd length whose windows do not fit in their block (``base.window_fit``), which
-    # the tile would read element by element, also go from their bodies.
-    windowless = layout.row_align(itemsize) == 1 and layout.n_cols + 16 // itemsize - 1 > block
+    # the tile would read element by element, also go from their bodies; rows of 8-byte runs,
+    # which the tile reads as such (``ALIGN``), do not.
+    align = layout.row_align(itemsize)
+    windowless = align == 1 and layout.n_cols + 16 // itemsize - 1 > block
     most_body = FAST_BODY_TILE_MOST_COLS.get(itemsize, {}).get(block, 0)
-    bodies = fast_memory and (layout.n_cols <= most_body or windowless)
+    bodies = fast_memory and align * itemsize < 8 and (layout.n_cols <= most_body or windowless)
     if itemsize == 2 and block in HALF_ONE_WARP_TILE_ROWS:
         return ShortTile(HALF_ONE_WARP_TILE_ROWS[block], 1, bodies)
     if itemsize != 4:
