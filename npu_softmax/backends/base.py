@@ -20,6 +20,12 @@ def head_tail(n_cols: int) -> int:
     return tail if tail < head else 0
 
 
+def window_lanes(n_cols: int, itemsize: int) -> int:
+    """Lanes the window of a row of ``n_cols`` elements of ``itemsize`` bytes takes: the row
+    from any element of its first 16-byte block (``window_fit``)."""
+    return n_cols + 16 // itemsize - 1
+
+
 def window_fit(layout: RowLayout, plan: Plan, itemsize: int, bodies: bool = False) -> int:
     """The elements of 16 bytes where the kernels of ``plan`` can read the rows of ``layout``
     (input elements of ``itemsize`` bytes) through aligned windows (``kernels``' module
@@ -46,7 +52,7 @@ def window_fit(layout: RowLayout, plan: Plan, itemsize: int, bodies: bool = Fals
         return vec
     if align > 1 and (align * itemsize >= 8 or several_rows):
         return 1
-    if several_rows and (plan.tail_n or layout.n_cols + vec - 1 > plan.block_n):
+    if several_rows and (plan.tail_n or window_lanes(layout.n_cols, itemsize) > plan.block_n):
         return 1
     return vec
 

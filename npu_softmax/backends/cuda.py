@@ -9,7 +9,7 @@ import triton
 
 from .. import _compat
 from ..layout import RowLayout
-from .base import Backend, head_tail, stat_lanes_per_vector
+from .base import Backend, head_tail, stat_lanes_per_vector, window_lanes
 
 if TYPE_CHECKING:
     from ..launcher import Plan
@@ -567,7 +567,7 @@ def _short_tile(layout: RowLayout, itemsize: int, fast_memory: bool) -> ShortTil
     # the tile would read element by element, also go from their bodies; rows of 8-byte runs,
     # which the tile reads as such (``ALIGN``), do not.
     align = layout.row_align(itemsize)
-    windowless = align == 1 and layout.n_cols + 16 // itemsize - 1 > block
+    windowless = align == 1 and window_lanes(layout.n_cols, itemsize) > block
     most_body = FAST_BODY_TILE_MOST_COLS.get(itemsize, {}).get(block, 0)
     bodies = fast_memory and align * itemsize < 8 and (layout.n_cols <= most_body or windowless)
     if itemsize == 2 and block in HALF_ONE_WARP_TILE_ROWS:
@@ -575,7 +575,7 @@ def _short_tile(layout: RowLayout, itemsize: int, fast_memory: bool) -> ShortTil
     if itemsize != 4:
         return NO_SHORT_TILE
     most = FAST_PADDED_ODD_ROW_MOST_COLS if fast_memory else PADDED_ODD_ROW_MOST_COLS
-    if layout.row_align(itemsize) == 1 and layout.n_cols <= most.get(block, 0):
+    if align == 1 and layout.n_cols <= most.get(block, 0):
         rows = FAST_FLOAT_BODY_TILE_ROWS.get(block, 0) if bodies else 0
         return ShortTile(rows or PADDED_ODD_TILE_ROWS[block], 1, bodies)
     if fast_memory and block == 512 and layout.n_cols <= FAST_FLOAT_PAIR_MOST_COLS:
