@@ -485,6 +485,33 @@ def test_cuda_2_byte_short_unaligned_rows_read_from_bodies_on_fast_memory(
     assert not fast.for_layout(apart, 2).tile_bodies(launcher.plan(apart, 2, 132, fast), 2)
 
 
+@pytest.mark.parametrize("n_cols,vec", [(513, 8), (601, 8), (767, 8), (769, 8), (777, 8),
+                                        (1023, 8), (778, 8), (1002, 8), (514, 1), (642, 1),
+                                        (516, 1), (780, 1), (520, 1)])
+def test_cuda_one_warp_2_byte_rows_read_from_bodies_on_fast_memory(n_cols: int,
+                                                                   vec: int) -> None:
+    """On a GPU of fast memory the forward's 2-byte rows of 513-1023 elements, one to a
+    one-warp program (a block of 1024, or of 512 and a tail), read and write each row from its
+    aligned body (``VEC`` 8) where it is not 16-byte aligned: rows of odd length, and rows of
+    4-byte runs in a block of 1024 (778, 1002). Rows of 4-byte runs in a block of 512 and a
+    tail (514, 642) and of 8-byte runs (516, 780) keep their ``ALIGN`` runs, 16-byte aligned
+    rows their vectors (``VEC`` 1). Rows whose elements are apart, and other GPUs (the H100),
+    read element by element (or by runs) as before."""
+    fast, plain = CudaBackend("cuda", 90, fast_memory=True), CudaBackend("cuda", 90)
+    for n_rows in (1 << 16, 3000, 5):
+        layout = _contiguous(n_rows, n_cols)
+        p = launcher.plan(layout, 2, 132, fast)
+        rows = fast.for_layout(layout, 2)
+        assert (p.variant, p.block_m) == ("tile", 1)
+        assert p.block_n in (512, 1024) and n_cols <= p.block_n + p.tail_n <= 1024
+        assert rows.options(p, 2)["num_warps"] == 1
+        assert rows.window_vec(layout, p, 2) == vec
+        plain_plan = launcher.plan(layout, 2, 132, plain)
+        assert plain.for_layout(layout, 2).window_vec(layout, plain_plan, 2) == 1
+    apart = RowLayout(1 << 16, n_cols, 1, (2 * n_cols, 0, 2), (n_cols, 0, 1))
+    assert fast.for_layout(apart, 2).window_vec(apart, launcher.plan(apart, 2, 132, fast), 2) == 1
+
+
 @pytest.mark.parametrize("n_cols,tail", [(336, 128), (576, 64), (600, 128), (528, 16),
                                          (304, 64), (1000, 0), (1024, 0), (512, 0), (400, 0)])
 def test_cuda_aligned_2_byte_rows_of_257_to_1024_with_a_tail_go_one_to_a_one_warp_program(

@@ -249,6 +249,19 @@ MAX_ALIGNED_SHORT_HALF_CHUNK_COLS = 3 * SHORT_HALF_CHUNK
 #: Rows held one to a program (the row kernel) in more lanes than this, head and tail, read
 #: their aligned body as vectors when they are not 16-byte aligned (``CudaBackend.windows``).
 MIN_WINDOW_ROW_LANES = 1024
+#: ... and on a GPU of fast memory 2-byte rows in more than this many (one-warp rows of 513-1023
+#: elements, in a block of 1024 or of 512 and a tail), which compiled for sm_90 under Triton
+#: 3.6 load 32 elements a thread one at a time (bf16 777: 490 instructions a row, 80
+#: registers, 24 programs an SM) and from their bodies in 4 vectors (about 410, 62 registers,
+#: 32 programs). Through the API on the H200 (2026-11-29, sixty-fourth session,
+#: docs/tuning.md), best of 2, element loads against bodies: bf16 41184x777 3019 -> 3433 GB/s
+#: (copy 3433), 31968x1001 3147 -> 3497, 39950x801 3014 -> 3425, 49921x641 3001 -> 3390,
+#: 62378x513 3048 -> 3314, fp16 41184x777 3012 -> 3422, 262144x777 3332 -> 3776, 8192x777
+#: 1756 -> 2083, 1823x781 836 -> 881. Rows of 4-byte runs gained less in blocks of 1024 (bf16
+#: 31311x1022 3457 -> 3500, 41131x778 3303 -> 3384, 35476x902 level) and lost 1-2% in blocks
+#: of 512 and a tail (62256x514 3331 -> 3255, 60377x530 3298 -> 3265), which keep their pairs
+#: (``ALIGN`` 2, ``CudaBackend.window_vec``); rows of 8-byte runs keep theirs (``window_fit``).
+FAST_HALF_MIN_WINDOW_ROW_LANES = 512
 #: The head and tail of the forward's 2-byte rows of 9217-10240 elements (``tail_block``).
 WIDE_TAIL_HEAD, WIDE_TAIL = 8192, 2048
 #: Warps of the forward's 2-byte rows held as a head of ``WIDE_TAIL_HEAD`` and a tail
@@ -718,10 +731,15 @@ class CudaBackend(Backend):
         return 4
 
     def window_vec(self, layout: RowLayout, plan: Plan, itemsize: int) -> int:
-        # The row length decides this one (``PLAIN_FLOAT_TILE_COLS``), so it sits here rather
-        # than in ``windows``, which sees the plan's blocks only.
+        # The row length decides these (``PLAIN_FLOAT_TILE_COLS``, the runs of
+        # ``FAST_HALF_MIN_WINDOW_ROW_LANES``'s rows), so they sit here rather than in
+        # ``windows``, which sees the plan's blocks only.
         if (itemsize == 4 and self.streams == 1 and plan.variant == "tile" and plan.block_m > 1
                 and layout.n_cols <= PLAIN_FLOAT_TILE_COLS):
+            return 1
+        if (itemsize == 2 and plan.variant == "tile" and plan.block_m == 1 and plan.tail_n
+                and plan.block_n + plan.tail_n <= MIN_WINDOW_ROW_LANES
+                and layout.row_align(itemsize) > 1):
             return 1
         return super().window_vec(layout, plan, itemsize)
 
@@ -740,9 +758,12 @@ class CudaBackend(Backend):
         # 8192x3001 2152 -> 2305, 4096x10001 1658 -> 1722, 64x20001 456 -> 499. Rows of up to
         # 1024 lanes (one-warp 2-byte rows, few float32 rows of 781-1000) lost: bf16 65536x333
         # 2181 -> 1916. Tiles of unaligned 2-byte rows of 129-512 elements, each read from
-        # its body, gain (``body_rows``).
+        # its body, gain (``body_rows``), as do one-warp 2-byte rows of 513-1023 on fast memory
+        # (``FAST_HALF_MIN_WINDOW_ROW_LANES``).
         if plan.variant == "tile" and plan.block_m == 1:
-            return itemsize <= 4 and plan.block_n + plan.tail_n > MIN_WINDOW_ROW_LANES
+            least = (FAST_HALF_MIN_WINDOW_ROW_LANES if self.fast_memory and itemsize == 2
+                     else MIN_WINDOW_ROW_LANES)
+            return itemsize <= 4 and plan.block_n + plan.tail_n > least
         if plan.variant == "tile":
             if self.tile_bodies(plan, itemsize):
                 return True
