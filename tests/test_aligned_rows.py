@@ -34,8 +34,9 @@ def _check(x: torch.Tensor, variant: str | None, msg: str, dim: int = -1) -> Non
 # Few rows: each still meets every row alignment its length gives (rows of 100 bfloat16
 # elements start 16-byte aligned every fourth row), and the interpreter's 4 programs loop.
 # The ``cols`` kernels take no row alignment (their runs are along the inner dim), so the rows
-# of 1000 and fewer cover them; the long rows are for the row kernels' aligned bodies.
-SHAPES = [(9, 200), (6, 1000), (3, 4104), (11, 100), (5, 4098)]
+# of 1000 and fewer cover them; the long rows are for the row kernels' aligned bodies (and
+# 2-byte rows of 1064, one to a two-warp program on GPUs of fast memory).
+SHAPES = [(9, 200), (6, 1000), (4, 1064), (3, 4104), (11, 100), (5, 4098)]
 
 
 @pytest.mark.parametrize("variant,rows,cols", [(v, r, c) for v in VARIANTS for r, c in SHAPES

@@ -230,6 +230,27 @@ def test_cuda_unaligned_2_byte_rows_of_1025_to_2048_go_one_to_a_two_warp_program
     assert launcher.plan(apart, 2, 132, be).block_m == 2
 
 
+@pytest.mark.parametrize("n_rows", [1, 4096, 30075])
+@pytest.mark.parametrize("n_cols", [1032, 1064, 1536, 2000, 2048])
+def test_cuda_aligned_2_byte_rows_of_1025_to_2048_on_fast_memory_go_one_to_a_two_warp_program(
+        n_rows: int, n_cols: int) -> None:
+    """On a GPU of fast memory 16-byte aligned 2-byte rows of 1025-2048 elements go one to a
+    program of 2 warps too, read as whole vectors; other GPUs (the H100), the backward and
+    float32 rows keep tiles of two rows where rows are many."""
+    fast, plain = CudaBackend("cuda", 90, fast_memory=True), CudaBackend("cuda", 90)
+    layout = _contiguous(n_rows, n_cols)
+    assert layout.vector_rows(2)
+    p = launcher.plan(layout, 2, 132, fast)
+    rows = fast.for_layout(layout, 2)
+    assert (p.variant, p.block_m, p.block_n, p.tail_n) == ("tile", 1, 2048, 0)
+    assert rows.options(p, 2)["num_warps"] == 2
+    assert rows.window_vec(layout, p, 2) == 1
+    big = _contiguous(30075, n_cols)
+    assert launcher.plan(big, 2, 132, plain).block_m == 2
+    assert launcher.plan(big, 2, 132, fast, streams=2).block_m == 2
+    assert launcher.plan(big, 4, 132, fast).block_m == 2
+
+
 @pytest.mark.parametrize("itemsize,n_cols", [(4, 4097), (4, 6143), (4, 8191), (2, 6001),
                                              (2, 7777), (2, 8191)])
 def test_cuda_unaligned_rows_in_one_block_of_8192_lanes_take_8_warps(itemsize: int,
@@ -510,6 +531,34 @@ def test_cuda_one_warp_2_byte_rows_read_from_bodies_on_fast_memory(n_cols: int,
         assert plain.for_layout(layout, 2).window_vec(layout, plain_plan, 2) == 1
     apart = RowLayout(1 << 16, n_cols, 1, (2 * n_cols, 0, 2), (n_cols, 0, 1))
     assert fast.for_layout(apart, 2).window_vec(apart, launcher.plan(apart, 2, 132, fast), 2) == 1
+
+
+@pytest.mark.parametrize("n_cols,stride,one_row", [
+    (1025, 1025, True), (1337, 1337, True), (1999, 1999, True), (2047, 2047, True),
+    (1536, 1537, True), (1537, 2048, True), (1026, 1026, False), (2046, 2046, False),
+    (1028, 1028, False), (1023, 1023, False), (511, 511, False)])
+def test_cuda_float32_rows_in_runs_of_one_go_one_to_a_program_on_fast_memory(
+        n_cols: int, stride: int, one_row: bool) -> None:
+    """On a GPU of fast memory the forward's float32 rows of 1025-2048 elements in runs of one
+    (odd lengths, odd strides), elements next to each other, go one to a two-warp program, read
+    from their aligned bodies (``VEC`` 4), where tiles of two rows read them element by
+    element. Rows of 8-byte runs (1026, 2046), hinted vectors (1028), rows of 1023 and 511
+    (other blocks), rows whose elements are apart, the backward and other GPUs (the H100) keep
+    their plans."""
+    fast, plain = CudaBackend("cuda", 90, fast_memory=True), CudaBackend("cuda", 90)
+    for n_rows in (1 << 16, 3000):
+        layout = RowLayout(n_rows, n_cols, 1, (stride, 0, 1), (n_cols, 0, 1))
+        p = launcher.plan(layout, 4, 132, fast)
+        rows = fast.for_layout(layout, 4)
+        assert (p.variant, p.block_m == 1) == ("tile", one_row)
+        if one_row:
+            assert rows.options(p, 4)["num_warps"] == 2
+            assert rows.window_vec(layout, p, 4) == 4
+        plain_plan = launcher.plan(layout, 4, 132, plain)
+        assert plain_plan.block_m == (2 if p.block_n == 2048 else p.block_m)
+        assert launcher.plan(layout, 4, 132, fast, streams=2).block_m > 1
+    apart = RowLayout(1 << 16, n_cols, 1, (2 * n_cols, 0, 2), (n_cols, 0, 1))
+    assert launcher.plan(apart, 4, 132, fast).block_m > 1
 
 
 @pytest.mark.parametrize("n_cols,tail", [(336, 128), (576, 64), (600, 128), (528, 16),

@@ -118,7 +118,13 @@ BODY_TILE_ROWS = {256: 4, 512: 2}
 #: -> 2363, 4096x1025 1074 -> 1379, fp16 31220x1025 1719 -> 2581, 8192x1333 1630 -> 2104; rows
 #: of runs of 4 elements too (21333x1500 2550 -> 2603). Few rows, already one to a program of 4
 #: warps, level or faster (1000x1025 540 -> 599, 1823x1500 1237 -> 1225, 200x1999 259 -> 263);
-#: 4 warps lost to 2 on most (31220x1025 2346, 16384x1111 2147).
+#: 4 warps lost to 2 on most (31220x1025 2346, 16384x1111 2147). On a GPU of fast memory the
+#: 16-byte aligned ones too: through the API on the H200 (2026-11-29, sixty-fifth session,
+#: docs/tuning.md), forms alternating in one process, two rounds, against two rows a tile on 8
+#: warps: bf16 30075x1064 2676-2719 -> 3425, 20833x1536 3367-3370 -> 3540-3546, 15625x2048
+#: 3506 -> 3571-3650, 4096x2048 2399-2411 -> 2444-2583 (4 warps between, 8 slower). Float32
+#: rows ran within 3% either way one to a program (7812x2048 3648-3653 -> 3587-3666,
+#: 131072x2048 3964-3967 -> 3923-3929) and keep their tiles.
 TWO_WARP_ROW_LANES = 2048
 #: Warps of the forward's rows that are not 16-byte aligned held one to a program in one
 #: block of 8192 lanes (float32 rows of 4097-8192 elements; 2-byte ones of 5121-8192, those
@@ -373,6 +379,22 @@ FAST_FLOAT_ROW_LANES, FAST_FLOAT_ROW_WARPS = 1024, 2
 #: 3% (61538x260 3425-3500 -> 3457-3521).
 FAST_FLOAT_PAIR_MOST_COLS = 320
 FAST_FLOAT_PAIR_TILE = ShortTile(2, 2)
+#: On a GPU of fast memory, the forward's float32 rows of 1025-2048 elements (a block of 2048
+#: lanes) in runs of one element (``RowLayout.row_align`` 1: odd lengths, odd strides or
+#: offsets), elements next to each other, go one to a program on ``FAST_ODD_FLOAT_ROW_WARPS``
+#: warps, each row read and written as vectors from its aligned body (``CudaBackend.odd_rows``):
+#: tiles of 2 rows on 4 warps before, which read them one element at a time (``windows``).
+#: Through the API on the H200 (2026-11-29, sixty-fifth session, docs/tuning.md), forms
+#: alternating in one process, two rounds: of 128 MB, fp32 15609x1025 3192-3344 -> 3487-3490
+#: GB/s, 11967x1337 3487-3490 -> 3552, 9003x1777 3427-3493 -> 3490-3496, 7816x2047 3416-3483
+#: -> 3512; of 1 GB, 131072x1337 3880-3888 -> 3913-3919; of 25 MB, 4096x1501 2701-2795 ->
+#: 2841-2846; and 2048x1999 (16 MB, one row a 4-warp program already) 2369-2496 -> 2598-2604.
+#: 4 warps ran between (faster on 9003x1777 and 131072x1337, 3549 and 3959), 8 slower. Rows of
+#: 8-byte runs (runs of two), which the tiles read as pairs (``ALIGN``), were level or slower
+#: one to a program (fp32 15594x1026, 10652x1502, 7820x2046, 4096x1502) and keep their tiles,
+#: as odd rows of 1023 (+1%) and of 257-511 in tiles of 512 lanes (lost one to a program on
+#: one or two warps, and in tiles from their bodies) do.
+FAST_ODD_FLOAT_ROW_LANES, FAST_ODD_FLOAT_ROW_WARPS = 2048, 2
 #: Warps of the forward's split variant for float32 rows on a GPU of fast memory: 8 before
 #: (as 2-byte rows keep). Through the API on the H200 (2026-11-28, fifty-third session,
 #: docs/tuning.md), as above, best of 3: fp32 16x262144 1862 -> 2013-2028 GB/s, 64x65536
@@ -649,7 +671,8 @@ class CudaBackend(Backend):
                  hinted_rows: bool = False, transposed_output: bool = False,
                  aligned_columns: bool = False, strided_rows: bool = False,
                  short_tile: ShortTile = NO_SHORT_TILE, warp_size: int = TUNED_WARP_SIZE,
-                 fast_memory: bool = False, narrow_float_chunks: bool = False) -> None:
+                 fast_memory: bool = False, narrow_float_chunks: bool = False,
+                 odd_rows: bool = False) -> None:
         self.name = name
         self.arch = arch
         #: Threads of the target's warps (``GPUTarget.warp_size``).
@@ -685,6 +708,10 @@ class CudaBackend(Backend):
         #: The forward's float32 rows of 16385-24576 elements on fast memory, at least
         #: ``FAST_FLOAT_NARROW_CHUNK_MIN_ROWS`` of them (``for_layout``).
         self.narrow_float_chunks = narrow_float_chunks
+        #: The forward's rows in runs of one element (``RowLayout.row_align`` 1), elements next
+        #: to each other (``for_layout``), which tiles read one element at a time
+        #: (``FAST_ODD_FLOAT_ROW_LANES``).
+        self.odd_rows = odd_rows
 
     def for_device(self, device_index: int) -> CudaBackend:
         fast = (memory_bytes_per_sm(_compat.device_properties(device_index))
@@ -707,13 +734,14 @@ class CudaBackend(Backend):
         narrow = (self.fast_memory and streams == 1 and itemsize == 4
                   and layout.n_rows >= FAST_FLOAT_NARROW_CHUNK_MIN_ROWS
                   and MAX_FAST_FLOAT_TILE_COLS < layout.n_cols <= MAX_FAST_FLOAT_SHORT_CHUNK_COLS)
-        if (unaligned, streams, hinted, transposed, aligned, strided, short, narrow) == (
+        odd = streams == 1 and not strided and layout.row_align(itemsize) == 1
+        if (unaligned, streams, hinted, transposed, aligned, strided, short, narrow, odd) == (
                 self.unaligned_rows, self.streams, self.hinted_rows, self.transposed_output,
                 self.aligned_columns, self.strided_rows, self.short_tile,
-                self.narrow_float_chunks):
+                self.narrow_float_chunks, self.odd_rows):
             return self
         return CudaBackend(self.name, self.arch, unaligned, streams, hinted, transposed, aligned,
-                           strided, short, self.warp_size, self.fast_memory, narrow)
+                           strided, short, self.warp_size, self.fast_memory, narrow, odd)
 
     def row_blocks(self, block_n: int, itemsize: int) -> int:
         # Several programs share an SM, so short rows are cut into at least 4 row blocks per
@@ -954,7 +982,8 @@ class CudaBackend(Backend):
         if self.body_rows(block_n, itemsize):
             return self.short_tile.rows or BODY_TILE_ROWS[block_n]
         if (self._one_warp_row(block_n, itemsize) or self._two_warp_row(block_n, itemsize)
-                or self._fast_float_row(block_n, itemsize)):
+                or self._fast_float_row(block_n, itemsize)
+                or self._fast_odd_float_row(block_n, itemsize)):
             return 1
         rows = super().rows_per_block(block_n, n_rows, n_cores, itemsize)
         if self.unaligned_rows and itemsize == 4 and block_n in (512, 1024):
@@ -972,6 +1001,12 @@ class CudaBackend(Backend):
         # memory (``FAST_FLOAT_ROW_LANES``).
         return (self._fast_float_forward(itemsize) and not self.unaligned_rows
                 and block_n == FAST_FLOAT_ROW_LANES)
+
+    def _fast_odd_float_row(self, block_n: int, itemsize: int) -> bool:
+        # The forward's float32 rows of 1025-2048 elements in runs of one on a GPU of fast
+        # memory (``FAST_ODD_FLOAT_ROW_LANES``).
+        return (self._fast_float_forward(itemsize) and self.odd_rows
+                and block_n == FAST_ODD_FLOAT_ROW_LANES)
 
     def _hinted_float_tile(self, block_n: int, itemsize: int) -> bool:
         # Forward float32 rows aligned through ``ALIGN`` in blocks of at most 256 lanes
@@ -1087,8 +1122,10 @@ class CudaBackend(Backend):
 
     def _two_warp_row(self, lanes: int, itemsize: int) -> bool:
         # The forward's 2-byte rows of 1025-2048 elements that are not 16-byte aligned, with
-        # their elements next to each other (``TWO_WARP_ROW_LANES``).
-        return self._unaligned_bodies() and itemsize == 2 and lanes == TWO_WARP_ROW_LANES
+        # their elements next to each other, and on a GPU of fast memory those that are
+        # (``TWO_WARP_ROW_LANES``).
+        return itemsize == 2 and lanes == TWO_WARP_ROW_LANES and (
+            self._unaligned_bodies() or self._fast_forward() and not self.unaligned_rows)
 
     def body_rows(self, block_n: int, itemsize: int) -> bool:
         # The forward's 2-byte rows of 129-512 elements that are not 16-byte aligned (a block of
@@ -1169,6 +1206,8 @@ class CudaBackend(Backend):
                 return 2
             if self._fast_float_row(block_n, itemsize):
                 return FAST_FLOAT_ROW_WARPS
+            if self._fast_odd_float_row(block_n, itemsize):
+                return FAST_ODD_FLOAT_ROW_WARPS
         if plan.variant == "split" and self._fast_float_forward(itemsize):
             return FAST_FLOAT_SPLIT_WARPS
         if plan.variant == "split" and plan.block_n == FAST_SPLIT_LONG_CHUNK:
