@@ -380,15 +380,15 @@ FAST_FLOAT_ROW_LANES, FAST_FLOAT_ROW_WARPS = 1024, 2
 FAST_FLOAT_PAIR_MOST_COLS = 320
 FAST_FLOAT_PAIR_TILE = ShortTile(2, 2)
 #: On a GPU of fast memory, the forward's float32 rows of 1025-2048 elements (a block of 2048
-#: lanes) in runs of one element (``RowLayout.row_align`` 1: odd lengths, odd strides or
-#: offsets), elements next to each other, go one to a program on ``FAST_ODD_FLOAT_ROW_WARPS``
+#: lanes) in runs of one element (``RowLayout.row_align`` 1: odd lengths or odd row
+#: strides), elements next to each other, go one to a program on ``FAST_ODD_FLOAT_ROW_WARPS``
 #: warps, each row read and written as vectors from its aligned body (``CudaBackend.odd_rows``):
 #: tiles of 2 rows on 4 warps before, which read them one element at a time (``windows``).
 #: Through the API on the H200 (2026-11-29, sixty-fifth session, docs/tuning.md), forms
 #: alternating in one process, two rounds: of 128 MB, fp32 15609x1025 3192-3344 -> 3487-3490
 #: GB/s, 11967x1337 3487-3490 -> 3552, 9003x1777 3427-3493 -> 3490-3496, 7816x2047 3416-3483
-#: -> 3512; of 1 GB, 131072x1337 3880-3888 -> 3913-3919; of 25 MB, 4096x1501 2701-2795 ->
-#: 2841-2846; and 2048x1999 (16 MB, one row a 4-warp program already) 2369-2496 -> 2598-2604.
+#: -> 3512; of 1.4 GB, 131072x1337 3880-3888 -> 3913-3919; of 49 MB, 4096x1501 2701-2795 ->
+#: 2841-2846; and 2048x1999 (33 MB, one row a 4-warp program already) 2369-2496 -> 2598-2604.
 #: 4 warps ran between (faster on 9003x1777 and 131072x1337, 3549 and 3959), 8 slower. Rows of
 #: 8-byte runs (runs of two), which the tiles read as pairs (``ALIGN``), were level or slower
 #: one to a program (fp32 15594x1026, 10652x1502, 7820x2046, 4096x1502) and keep their tiles,
