@@ -709,8 +709,8 @@ class CudaBackend(Backend):
         #: ``FAST_FLOAT_NARROW_CHUNK_MIN_ROWS`` of them (``for_layout``).
         self.narrow_float_chunks = narrow_float_chunks
         #: The forward's rows in runs of one element (``RowLayout.row_align`` 1), elements next
-        #: to each other (``for_layout``), which tiles read one element at a time
-        #: (``FAST_ODD_FLOAT_ROW_LANES``).
+        #: to each other (``for_layout``); float32 ones in blocks of 2048 lanes, which tiles read
+        #: one element at a time, go one to a program on fast memory (``FAST_ODD_FLOAT_ROW_LANES``).
         self.odd_rows = odd_rows
 
     def for_device(self, device_index: int) -> CudaBackend:
