@@ -49,6 +49,9 @@ SHAPES = [
     # forty-second session), and just under one and further past one (fifty-second session);
     # rows just past 256 (odd) and 512 (16-byte aligned), 128 MB too (fifty-third session).
     (231884, 69), (124031, 129), (253968, 63), (164948, 97), (62256, 257), (30769, 520),
+    # Rows of 1025-2048: odd (float32 rows in runs of one element) and 16-byte aligned, 64 MB
+    # of bfloat16 and 128 MB of float32 (sixty-fifth session).
+    (15609, 1025), (20833, 1536),
 ]
 #: Softmax over a dim that is not the last (rows interleaved in memory: channels of an image
 #: batch, columns of a matrix), and over the last dim of a transposed input: (shape, dim,
