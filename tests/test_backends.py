@@ -251,6 +251,29 @@ def test_cuda_aligned_2_byte_rows_of_1025_to_2048_on_fast_memory_go_one_to_a_two
     assert launcher.plan(big, 4, 132, fast).block_m == 2
 
 
+@pytest.mark.parametrize("n_rows", [1, 2048, 41237])
+@pytest.mark.parametrize("n_cols", [776, 800, 896, 1000, 1024])
+def test_cuda_aligned_2_byte_rows_of_776_to_1024_on_fast_memory_go_one_to_a_one_warp_program(
+        n_rows: int, n_cols: int) -> None:
+    """On a GPU of fast memory 16-byte aligned 2-byte rows of 776-1024 elements (a block of
+    1024 lanes) go one to a one-warp program, as unaligned ones do everywhere, read as whole
+    vectors; other GPUs (the H100) and the backward keep tiles of several rows where rows are
+    many, as do aligned rows of 392-512 elements (a block of 512)."""
+    fast, plain = CudaBackend("cuda", 90, fast_memory=True), CudaBackend("cuda", 90)
+    layout = _contiguous(n_rows, n_cols)
+    assert layout.vector_rows(2)
+    p = launcher.plan(layout, 2, 132, fast)
+    rows = fast.for_layout(layout, 2)
+    assert (p.variant, p.block_m, p.block_n, p.tail_n) == ("tile", 1, 1024, 0)
+    assert rows.options(p, 2)["num_warps"] == 1
+    assert rows.windows(p, 2) and rows.window_vec(layout, p, 2) == 1
+    big = _contiguous(41237, n_cols)
+    assert launcher.plan(big, 2, 132, plain).block_m > 1
+    assert launcher.plan(big, 2, 132, fast, streams=2).block_m > 1
+    for short_cols in (448, 512):
+        assert launcher.plan(_contiguous(41237, short_cols), 2, 132, fast).block_m > 1
+
+
 @pytest.mark.parametrize("itemsize,n_cols", [(4, 4097), (4, 6143), (4, 8191), (2, 6001),
                                              (2, 7777), (2, 8191)])
 def test_cuda_unaligned_rows_in_one_block_of_8192_lanes_take_8_warps(itemsize: int,

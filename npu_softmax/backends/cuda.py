@@ -109,6 +109,18 @@ ONE_WARP_ROW_LANES = (257, 1024)
 #: elements (256 lanes), go this many to a one-warp tile of 1024 lanes, by their block's lanes,
 #: each read and written from its aligned body (``CudaBackend.body_rows``).
 BODY_TILE_ROWS = {256: 4, 512: 2}
+#: On a GPU of fast memory the forward's 16-byte aligned 2-byte rows in blocks of this many lanes
+#: (776-1024 elements, no tail) go one to a one-warp program too (``ONE_WARP_ROW_LANES``): tiles of
+#: 4 rows on 8 warps before. Through the API on the H200 (2026-11-29, sixty-sixth session,
+#: docs/tuning.md), forms alternating in one process, two rounds: of 64 MB, bf16 41237x776 2918 ->
+#: 3422-3431 GB/s (copy 3347-3404), 40000x800 3115-3170 -> 3431-3506, 35714x896 3317-3381 ->
+#: 3500-3571, 32000x1000 3265-3317 -> 3490-3493, 31250x1024 3457-3527 -> 3594-3600, fp16 32000x1000
+#: 3239-3336 -> 3419-3512; of 8 MB and less, level or faster (bf16 4096x1024 1808-1814 -> 1802-1971,
+#: 2048x1000 1076-1191 -> 1085-1213); of 512 MB level (262144x1000 3844-3853 -> 3846-3855). 2 warps
+#: ran as fast, 4 slower. Rows of 392-512 elements (blocks of 512) kept their tiles: one to a
+#: program they lost (bf16 62500x512 3552-3556 -> 3413-3478, 16384x448 2164-2271 -> 1896-1990) or
+#: ran level (80000x400).
+FAST_HALF_ROW_LANES = 1024
 #: The forward's 2-byte rows of 1025-2048 elements that are not 16-byte aligned (blocks of
 #: this many lanes) go one to a program of two warps, which reads each row's aligned body as
 #: vectors, rather than two to a tile read element by element
@@ -1110,9 +1122,10 @@ class CudaBackend(Backend):
         # 2026-11-24), against tiles of several rows, two runs: bf16 32768x600 2065 -> 2361 GB/s,
         # 32768x576 2020 -> 2355, 32768x608 2096 -> 2379, 16384x528 1609 -> 1959, 32768x304 1766 ->
         # 1955; those without one (a block of 1024 lanes, as 1000 elements) ran level (32768x1000
-        # 2621 -> 2646) and keep their tiles.
+        # 2621 -> 2646) and keep their tiles but on fast memory (``FAST_HALF_ROW_LANES``).
         return self._short_half_row(lanes, itemsize) and (
-            self.unaligned_rows or lanes & (lanes - 1) != 0)
+            self.unaligned_rows or lanes & (lanes - 1) != 0
+            or self.fast_memory and lanes == FAST_HALF_ROW_LANES)
 
     def _unaligned_bodies(self) -> bool:
         # The forward's rows that are not 16-byte aligned but whose elements are next to each
