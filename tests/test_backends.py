@@ -20,10 +20,12 @@ def _contiguous(n_rows: int, n_cols: int) -> RowLayout:
     return RowLayout(n_rows, n_cols, 1, strides, strides)
 
 
-def _cuda_forward(layout: RowLayout, itemsize: int) -> tuple[launcher.Plan, CudaBackend]:
-    """The H100's forward plan for ``layout`` and the CUDA rules for its rows (``for_layout``),
-    whose ``options`` give the plan's warps."""
-    be = CudaBackend("cuda", 90)
+def _cuda_forward(layout: RowLayout, itemsize: int,
+                  fast_memory: bool = False) -> tuple[launcher.Plan, CudaBackend]:
+    """The H100's forward plan for ``layout`` (with ``fast_memory``, that of a GPU of fast
+    memory such as the H200) and the CUDA rules for its rows (``for_layout``), whose
+    ``options`` give the plan's warps."""
+    be = CudaBackend("cuda", 90, fast_memory=fast_memory)
     return launcher.plan(layout, itemsize, 132, be), be.for_layout(layout, itemsize)
 
 
@@ -240,8 +242,7 @@ def test_cuda_aligned_2_byte_rows_of_1025_to_2048_on_fast_memory_go_one_to_a_two
     fast, plain = CudaBackend("cuda", 90, fast_memory=True), CudaBackend("cuda", 90)
     layout = _contiguous(n_rows, n_cols)
     assert layout.vector_rows(2)
-    p = launcher.plan(layout, 2, 132, fast)
-    rows = fast.for_layout(layout, 2)
+    p, rows = _cuda_forward(layout, 2, fast_memory=True)
     assert (p.variant, p.block_m, p.block_n, p.tail_n) == ("tile", 1, 2048, 0)
     assert rows.options(p, 2)["num_warps"] == 2
     assert rows.window_vec(layout, p, 2) == 1
@@ -262,8 +263,7 @@ def test_cuda_aligned_2_byte_rows_of_776_to_1024_on_fast_memory_go_one_to_a_one_
     fast, plain = CudaBackend("cuda", 90, fast_memory=True), CudaBackend("cuda", 90)
     layout = _contiguous(n_rows, n_cols)
     assert layout.vector_rows(2)
-    p = launcher.plan(layout, 2, 132, fast)
-    rows = fast.for_layout(layout, 2)
+    p, rows = _cuda_forward(layout, 2, fast_memory=True)
     assert (p.variant, p.block_m, p.block_n, p.tail_n) == ("tile", 1, 1024, 0)
     assert rows.options(p, 2)["num_warps"] == 1
     assert rows.windows(p, 2) and rows.window_vec(layout, p, 2) == 1
@@ -351,8 +351,7 @@ def test_cuda_float32_fuller_odd_rows_go_on_one_warp_on_fast_memory(n_cols: int,
     plans of other GPUs."""
     fast, plain = CudaBackend("cuda", 90, fast_memory=True), CudaBackend("cuda", 90)
     layout = _contiguous(1 << 18, n_cols)
-    p = launcher.plan(layout, 4, 132, fast)
-    rows = fast.for_layout(layout, 4)
+    p, rows = _cuda_forward(layout, 4, fast_memory=True)
     warps = rows.options(p, 4)["num_warps"]
     if tile_rows:
         assert (p.variant, p.block_m, p.block_n, warps) == (
@@ -511,8 +510,7 @@ def test_cuda_2_byte_short_unaligned_rows_read_from_bodies_on_fast_memory(
     block = triton.next_power_of_2(n_cols)
     for n_rows in (1 << 18, 3000, 5):
         layout = _contiguous(n_rows, n_cols)
-        p = launcher.plan(layout, 2, 132, fast)
-        rows = fast.for_layout(layout, 2)
+        p, rows = _cuda_forward(layout, 2, fast_memory=True)
         if body:
             assert (p.variant, p.block_m, p.block_n, p.tail_n) == ("tile", 512 // block, block, 0)
             assert rows.options(p, 2)["num_warps"] == 1
@@ -544,8 +542,7 @@ def test_cuda_one_warp_2_byte_rows_read_from_bodies_on_fast_memory(n_cols: int,
     fast, plain = CudaBackend("cuda", 90, fast_memory=True), CudaBackend("cuda", 90)
     for n_rows in (1 << 16, 3000, 5):
         layout = _contiguous(n_rows, n_cols)
-        p = launcher.plan(layout, 2, 132, fast)
-        rows = fast.for_layout(layout, 2)
+        p, rows = _cuda_forward(layout, 2, fast_memory=True)
         assert (p.variant, p.block_m) == ("tile", 1)
         assert p.block_n in (512, 1024) and n_cols <= p.block_n + p.tail_n <= 1024
         assert rows.options(p, 2)["num_warps"] == 1
@@ -571,8 +568,7 @@ def test_cuda_float32_rows_in_runs_of_one_go_one_to_a_program_on_fast_memory(
     fast, plain = CudaBackend("cuda", 90, fast_memory=True), CudaBackend("cuda", 90)
     for n_rows in (1 << 16, 3000):
         layout = RowLayout(n_rows, n_cols, 1, (stride, 0, 1), (n_cols, 0, 1))
-        p = launcher.plan(layout, 4, 132, fast)
-        rows = fast.for_layout(layout, 4)
+        p, rows = _cuda_forward(layout, 4, fast_memory=True)
         assert (p.variant, p.block_m == 1) == ("tile", one_row)
         if one_row:
             assert rows.options(p, 4)["num_warps"] == 2
