@@ -29,6 +29,16 @@ def _cuda_forward(layout: RowLayout, itemsize: int,
     return launcher.plan(layout, itemsize, 132, be), be.for_layout(layout, itemsize)
 
 
+def _one_row_program(layout: RowLayout, itemsize: int, block_n: int, warps: int,
+                     fast_memory: bool = False) -> tuple[launcher.Plan, CudaBackend]:
+    """``_cuda_forward``'s plan and rules for ``layout``, after checking that the plan holds one
+    row a program in one block of ``block_n`` lanes without a tail, on ``warps`` warps."""
+    p, rows = _cuda_forward(layout, itemsize, fast_memory)
+    assert (p.variant, p.block_m, p.block_n, p.tail_n) == ("tile", 1, block_n, 0)
+    assert rows.options(p, itemsize)["num_warps"] == warps
+    return p, rows
+
+
 def _split(be: CudaBackend, layout: RowLayout, itemsize: int,
            streams: int = 1) -> tuple[launcher.Plan, int]:
     """``be``'s plan for ``layout`` on 132 SMs, which must be the split variant, and its
@@ -219,9 +229,7 @@ def test_cuda_unaligned_2_byte_rows_of_1025_to_2048_go_one_to_a_two_warp_program
     keep tiles of two rows."""
     be = CudaBackend("cuda", 90)
     layout = _contiguous(n_rows, n_cols)
-    p, rows = _cuda_forward(layout, 2)
-    assert (p.variant, p.block_m, p.block_n, p.tail_n) == ("tile", 1, 2048, 0)
-    assert rows.options(p, 2)["num_warps"] == 2
+    p, rows = _one_row_program(layout, 2, 2048, 2)
     assert rows.window_vec(layout, p, 2) == (8 if n_cols % 2 else 1)
     big = _contiguous(31220, n_cols)
     assert launcher.plan(big, 2, 132, be, streams=2).block_m == 2
@@ -242,9 +250,7 @@ def test_cuda_aligned_2_byte_rows_of_1025_to_2048_on_fast_memory_go_one_to_a_two
     fast, plain = CudaBackend("cuda", 90, fast_memory=True), CudaBackend("cuda", 90)
     layout = _contiguous(n_rows, n_cols)
     assert layout.vector_rows(2)
-    p, rows = _cuda_forward(layout, 2, fast_memory=True)
-    assert (p.variant, p.block_m, p.block_n, p.tail_n) == ("tile", 1, 2048, 0)
-    assert rows.options(p, 2)["num_warps"] == 2
+    p, rows = _one_row_program(layout, 2, 2048, 2, fast_memory=True)
     assert rows.window_vec(layout, p, 2) == 1
     big = _contiguous(30075, n_cols)
     assert launcher.plan(big, 2, 132, plain).block_m == 2
@@ -263,9 +269,7 @@ def test_cuda_aligned_2_byte_rows_of_776_to_1024_on_fast_memory_go_one_to_a_one_
     fast, plain = CudaBackend("cuda", 90, fast_memory=True), CudaBackend("cuda", 90)
     layout = _contiguous(n_rows, n_cols)
     assert layout.vector_rows(2)
-    p, rows = _cuda_forward(layout, 2, fast_memory=True)
-    assert (p.variant, p.block_m, p.block_n, p.tail_n) == ("tile", 1, 1024, 0)
-    assert rows.options(p, 2)["num_warps"] == 1
+    p, rows = _one_row_program(layout, 2, 1024, 1, fast_memory=True)
     assert rows.windows(p, 2) and rows.window_vec(layout, p, 2) == 1
     big = _contiguous(41237, n_cols)
     assert launcher.plan(big, 2, 132, plain).block_m > 1
@@ -283,9 +287,7 @@ def test_cuda_unaligned_rows_in_one_block_of_8192_lanes_take_8_warps(itemsize: i
     keep 16."""
     be = CudaBackend("cuda", 90)
     layout = _contiguous(4096, n_cols)
-    p, rows = _cuda_forward(layout, itemsize)
-    assert (p.variant, p.block_m, p.block_n, p.tail_n) == ("tile", 1, 8192, 0)
-    assert rows.options(p, itemsize)["num_warps"] == 8
+    p, _ = _one_row_program(layout, itemsize, 8192, 8)
     backward = launcher.plan(layout, itemsize, 132, be, streams=2)
     assert be.for_layout(layout, itemsize, 2).options(backward, itemsize)["num_warps"] == 16
     aligned = _contiguous(4096, 8192 - 16 // itemsize)
