@@ -62,7 +62,13 @@ the last), are in ``kernels_cols``.
 import triton
 import triton.language as tl
 
-from ._compat import EXP_AS_EXP2, HOLD_AS_LOADED, gdc_launch_dependents, gdc_wait
+from ._compat import (
+    EXP_AS_EXP2,
+    HOLD_AS_LOADED,
+    gdc_launch_dependents,
+    gdc_wait,
+    interpreter_enabled,
+)
 
 #: Chunk of the row kernel's element stores for 2-byte rows whose output is not aligned like
 #: their input.
@@ -74,6 +80,25 @@ EXP2: tl.constexpr = tl.constexpr(EXP_AS_EXP2)
 LOG2E: tl.constexpr = tl.constexpr(1.4426950408889634)
 #: ``_hold``'s form (``_compat.HOLD_AS_LOADED``).
 HOLD_RAW: tl.constexpr = tl.constexpr(HOLD_AS_LOADED)
+#: Whether ``_out`` rounds bfloat16 outputs itself: Triton's CPU interpreter truncates float32
+#: -> bfloat16 (and turns float32 subnormals into wrong normals), where GPUs and NPUs round to
+#: nearest even.
+ROUND_BF16: tl.constexpr = tl.constexpr(interpreter_enabled())
+
+
+@triton.jit
+def _out(y, OUT_TY: tl.constexpr):
+    # ``y`` (float32, or float64 for float64 output) converted to the output dtype, rounded to
+    # nearest even. Under the interpreter a bfloat16 output is rounded on the float32 bits:
+    # adding 0x7FFF plus the lowest kept bit carries into the kept half exactly when rounding
+    # up is due (ties to even), and the kept half is the bfloat16, NaN made a quiet NaN. Compiled
+    # kernels leave it to the conversion, which rounds so already.
+    if ROUND_BF16:
+        if OUT_TY == tl.bfloat16:
+            bits = y.to(tl.uint32, bitcast=True)
+            half = tl.where(y == y, (bits + 0x7FFF + ((bits >> 16) & 1)) >> 16, 0x7FC0)
+            return half.to(tl.uint16).to(tl.bfloat16, bitcast=True)
+    return y.to(OUT_TY)
 
 
 @triton.jit
@@ -476,15 +501,16 @@ def _store_words(base, start, lanes, body, y_start, y_col_stride, shift, norm, s
     hi = _finish(_scaled((w & 0xFFFF0000).to(tl.float32, bitcast=True), scale, ACC_TY), shift,
                  norm, LOG, FOLD)
     p = start + lanes
-    tl.store(y_start + p * y_col_stride, tl.reshape(tl.join(lo.to(OUT_TY), hi.to(OUT_TY)), [N]),
-             mask=p < body, cache_modifier=STORE_CACHE)
+    tl.store(y_start + p * y_col_stride,
+             tl.reshape(tl.join(_out(lo, OUT_TY), _out(hi, OUT_TY)), [N]), mask=p < body,
+             cache_modifier=STORE_CACHE)
 
 
 @triton.jit
 def _store_out(x, p, body, y_start, y_col_stride, shift, norm, OUT_TY: tl.constexpr,
                LOG: tl.constexpr, FOLD: tl.constexpr, STORE_CACHE: tl.constexpr):
     # ``_store_lanes`` of lanes ``x`` already read (and scaled).
-    tl.store(y_start + p * y_col_stride, _finish(x, shift, norm, LOG, FOLD).to(OUT_TY),
+    tl.store(y_start + p * y_col_stride, _out(_finish(x, shift, norm, LOG, FOLD), OUT_TY),
              mask=p < body, cache_modifier=STORE_CACHE)
 
 
@@ -573,7 +599,7 @@ def _range_normalize(x_row, y_row, x_col_stride, y_col_stride, cols, lo, hi, shi
             _store_chunks(base, body, y_row + lo + a, 1, 1, shift, norm, scale, cols, BLOCK_N,
                           LAST_N, OUT_TY, ACC_TY, LOG, FOLD, EVICT, STORE_CACHE, VEC, WORDS, pre,
                           PRE)
-        tl.store(y_row + lo + e, _finish(xe, shift, norm, LOG, FOLD).to(OUT_TY), mask=e_mask,
+        tl.store(y_row + lo + e, _out(_finish(xe, shift, norm, LOG, FOLD), OUT_TY), mask=e_mask,
                  cache_modifier=STORE_CACHE)
     else:
         _store_chunks(base, body, y_row + lo * y_col_stride, x_col_stride, y_col_stride, shift,
@@ -590,12 +616,12 @@ def _store_row_body(y_body, x, xt, cols, n_body, n_cols, y_col_stride, shift, no
     # ``_hold`` keeps them), columns ``cols`` and BLOCK_N.. of the ``n_body`` elements at
     # ``y_body``.
     tl.store(y_body + cols * y_col_stride,
-             _finish(_use(x, scale, ACC_TY), shift, norm, LOG, False).to(OUT_TY),
+             _out(_finish(_use(x, scale, ACC_TY), shift, norm, LOG, False), OUT_TY),
              mask=cols < n_body, cache_modifier=STORE_CACHE)
     if TAIL_N > 0:
         t_cols, _ = _tail_cols(n_cols, BLOCK_N, TAIL_N, INDEX_64)
         tl.store(y_body + t_cols * y_col_stride,
-                 _finish(_use(xt, scale, ACC_TY), shift, norm, LOG, False).to(OUT_TY),
+                 _out(_finish(_use(xt, scale, ACC_TY), shift, norm, LOG, False), OUT_TY),
                  mask=t_cols < n_body, cache_modifier=STORE_CACHE)
 
 
@@ -649,7 +675,7 @@ def softmax_row_kernel(
         norm = _norm(d, LOG, False)
         y_row = y_ptr + _row_start(row, n_inner, y_outer_stride, y_inner_stride, ALIGN)
         if VEC > 1:
-            tl.store(y_row + e, _finish(xe, shift, norm, LOG, False).to(OUT_TY), mask=e_mask,
+            tl.store(y_row + e, _out(_finish(xe, shift, norm, LOG, False), OUT_TY), mask=e_mask,
                      cache_modifier=STORE_CACHE)
             y_body, y_a, _ = _aligned_body(y_row, n_cols, VEC)
             if y_a == a:
@@ -750,7 +776,7 @@ def softmax_tile_kernel(
         y_start = _row_start(rows, n_inner, y_outer_stride, y_inner_stride, ALIGN)
         if VEC > 1 and BODY:
             y_row = y_ptr + y_start
-            tl.store(y_row[:, None] + e, _finish(xe, shift, norm, LOG, False).to(OUT_TY),
+            tl.store(y_row[:, None] + e, _out(_finish(xe, shift, norm, LOG, False), OUT_TY),
                      mask=e_mask, cache_modifier=STORE_CACHE)
             y_body = y_row + a
             if Y_LIKE_X:
@@ -758,11 +784,11 @@ def softmax_tile_kernel(
             y_cols = y_body[:, None] + lanes
         else:
             y_cols = y_ptr + y_start[:, None] + cols * y_col_stride
-        tl.store(y_cols, _finish(_use(x, scale, ACC_TY), shift, norm, LOG, False).to(OUT_TY),
+        tl.store(y_cols, _out(_finish(_use(x, scale, ACC_TY), shift, norm, LOG, False), OUT_TY),
                  mask=mask, cache_modifier=STORE_CACHE)
         if TAIL_N > 0:
             tl.store(y_ptr + y_start[:, None] + t_cols[None, :] * y_col_stride,
-                     _finish(_use(xt, scale, ACC_TY), shift, norm, LOG, False).to(OUT_TY),
+                     _out(_finish(_use(xt, scale, ACC_TY), shift, norm, LOG, False), OUT_TY),
                      mask=t_mask, cache_modifier=STORE_CACHE)
 
 

@@ -18,7 +18,7 @@ import triton
 import triton.language as tl
 
 from ._compat import gdc_launch_dependents, gdc_wait
-from .kernels import _aligned, _exp, _row_start, _split_range, _widen
+from .kernels import _aligned, _exp, _out, _row_start, _split_range, _widen
 
 
 @triton.jit
@@ -79,7 +79,7 @@ def _range_grad(dx_row, y_row, dy_row, y_col_stride, dy_col_stride, cols, lo, hi
         y, dy = _load_pair(y_row + c * y_col_stride, dy_row + c * dy_col_stride, mask, ACC_TY,
                            EVICT)
         dx = _grad(dy, y, dot, scale, LOG)
-        tl.store(dx_row + c * y_col_stride, dx.to(dx_row.dtype.element_ty), mask=mask,
+        tl.store(dx_row + c * y_col_stride, _out(dx, dx_row.dtype.element_ty), mask=mask,
                  cache_modifier=STORE_CACHE)
 
 
@@ -106,7 +106,7 @@ def softmax_bwd_row_kernel(
         y, dy = _load_pair(y_ptr + y_offs, dy_ptr + dy_offs, mask, ACC_TY, "")
         dot = tl.sum(_term(dy, y, LOG), axis=0)
         dx = _grad(dy, y, dot, scale, LOG)
-        tl.store(dx_ptr + y_offs, dx.to(dx_ptr.dtype.element_ty), mask=mask,
+        tl.store(dx_ptr + y_offs, _out(dx, dx_ptr.dtype.element_ty), mask=mask,
                  cache_modifier=STORE_CACHE)
 
 
@@ -133,7 +133,7 @@ def softmax_bwd_tile_kernel(
         y, dy = _load_pair(y_ptr + y_offs, dy_ptr + dy_offs, mask, ACC_TY, "")
         dot = tl.sum(_term(dy, y, LOG), axis=1)[:, None]
         dx = _grad(dy, y, dot, scale, LOG)
-        tl.store(dx_ptr + y_offs, dx.to(dx_ptr.dtype.element_ty), mask=mask,
+        tl.store(dx_ptr + y_offs, _out(dx, dx_ptr.dtype.element_ty), mask=mask,
                  cache_modifier=STORE_CACHE)
 
 

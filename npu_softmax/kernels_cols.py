@@ -33,6 +33,7 @@ from .kernels import (
     _load,
     _merge_lane_stats,
     _norm,
+    _out,
     _safe_shift,
     _split_range,
     _widen,
@@ -124,7 +125,7 @@ def _cols_store(y_lanes, x, cc, mask, y_col_stride, shift, norm, LOG: tl.constex
                 STORE_CACHE: tl.constexpr):
     # Columns ``cc`` of a group's output from its input ``x`` (scaled).
     tl.store(y_lanes + cc * y_col_stride,
-             _finish(x, shift, norm, LOG, False).to(y_lanes.dtype.element_ty), mask=mask,
+             _out(_finish(x, shift, norm, LOG, False), y_lanes.dtype.element_ty), mask=mask,
              cache_modifier=STORE_CACHE)
 
 
@@ -157,7 +158,7 @@ def softmax_cols_kernel(
             x = _load(x_lanes + c * x_col_stride, mask, scale, ACC_TY, "")
             shift = _safe_shift(tl.max(x, axis=0))[None, :]
             norm = _norm(tl.sum(_exp(x - shift), axis=0), LOG, False)[None, :]
-            tl.store(y_lanes + c * y_col_stride, _finish(x, shift, norm, LOG, False).to(OUT_TY),
+            tl.store(y_lanes + c * y_col_stride, _out(_finish(x, shift, norm, LOG, False), OUT_TY),
                      mask=mask, cache_modifier=STORE_CACHE)
         else:
             m, d = _cols_stats(x_lanes, imask, x_col_stride, c, 0, n_cols, scale, BLOCK_C,
@@ -279,7 +280,7 @@ def _cols_grad(dx_lanes, y_lanes, dy_lanes, imask, y_col_stride, dy_col_stride, 
         y, dy = _load_pair(y_lanes + cc * y_col_stride, dy_lanes + cc * dy_col_stride, mask,
                            ACC_TY, EVICT)
         tl.store(dx_lanes + cc * y_col_stride,
-                 _grad(dy, y, dot, scale, LOG).to(dx_lanes.dtype.element_ty), mask=mask,
+                 _out(_grad(dy, y, dot, scale, LOG), dx_lanes.dtype.element_ty), mask=mask,
                  cache_modifier=STORE_CACHE)
 
 
@@ -308,7 +309,7 @@ def softmax_bwd_cols_kernel(
                                mask, ACC_TY, "")
             dot = tl.sum(_term(dy, y, LOG), axis=0)[None, :]
             tl.store(dx_ptr + y_start + c * y_col_stride,
-                     _grad(dy, y, dot, scale, LOG).to(dx_ptr.dtype.element_ty), mask=mask,
+                     _out(_grad(dy, y, dot, scale, LOG), dx_ptr.dtype.element_ty), mask=mask,
                      cache_modifier=STORE_CACHE)
         else:
             # (Named apart from the branch above: Triton merges names set in both branches.)

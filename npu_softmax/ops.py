@@ -116,7 +116,7 @@ def forward_into(x: Tensor, y: Tensor, dim: int, temperature: float, log: bool,
     as_given = True
     if _cast_first(x.dtype, y.dtype):
         # The kernels only widen on load; a narrowing dtype= rounds in torch first, as
-        # torch.softmax does (and Triton's interpreter would truncate bfloat16 instead).
+        # torch.softmax does.
         x, as_given = x.to(y.dtype), False
     if not _fp32_scale_ok(y.dtype, temperature):
         x, temperature, as_given = _divided(x.to(y.dtype), temperature), 1.0, False

@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import pytest
 import torch
+import triton
+import triton.language as tl
 from _ref import assert_softmax_close, reference
 
-from npu_softmax import eager, launcher, softmax
+from npu_softmax import eager, kernels, launcher, softmax
 from npu_softmax.layout import row_layout
 
 pytestmark = pytest.mark.ascend_interp
@@ -93,3 +95,30 @@ def test_split_programs_with_several_work_items(kernel_device: str,
     y = x if in_place else torch.full_like(x, float("nan"))
     softmax(x, dim, variant=variant, out=y)
     assert_softmax_close(y, ref)
+
+
+@triton.jit
+def _bfloat16_out_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    tl.store(y_ptr + offs, kernels._out(tl.load(x_ptr + offs, mask=mask), tl.bfloat16),
+             mask=mask)
+
+
+def test_bfloat16_outputs_round_to_nearest_even(kernel_device: str) -> None:
+    """``kernels._out``, which every kernel stores its outputs through, rounds float32 to
+    bfloat16 to nearest, ties to even, as torch does: random bit patterns (normal numbers,
+    infinities, NaN), and ties with an even and an odd kept half. Triton's interpreter alone
+    truncates. Subnormals are left out: some devices flush them, below every tolerance."""
+    bits = torch.randint(-2**31, 2**31, (1 << 14,), dtype=torch.int64).to(torch.int32)
+    bits[:64] = (bits[:64] & ~0xFFFF) | 0x8000  # exact ties
+    x = bits.view(torch.float32)
+    x = x[x.isnan() | (x.abs() >= torch.finfo(torch.float32).tiny)]
+    x = torch.cat([x, torch.tensor([0.0, -0.0, float("inf"), -float("inf"), 1.00390625,
+                                    1.01171875, 3.4028235e38])]).to(kernel_device)
+    y = torch.empty(x.shape, dtype=torch.bfloat16, device=kernel_device)
+    _bfloat16_out_kernel[(triton.cdiv(x.numel(), 1024),)](x, y, x.numel(), BLOCK=1024)
+    want = x.bfloat16()
+    assert torch.equal(y.isnan(), want.isnan())
+    same = y.view(torch.int16) == want.view(torch.int16)
+    assert bool((same | want.isnan()).all()), x[~same & ~want.isnan()][:8]
