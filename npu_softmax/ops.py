@@ -110,8 +110,12 @@ def forward_into(x: Tensor, y: Tensor, dim: int, temperature: float, log: bool,
     if y.numel() == 0:
         return None
     if not launcher.serves(x.device):
+        # torch, in the kernels' arithmetic (float32; float64 for float64 output) and rounded
+        # once to the output dtype, as the kernels do: ``/ temperature`` in a 2-byte dtype
+        # rounds the scaled input (bfloat16 at temperature 0.7: 8.8% off on the CPU), and
+        # torch's own 2-byte CPU softmax rounds on the way (bfloat16 over dim 1: two ulps).
         fn = torch.log_softmax if log else torch.softmax
-        y.copy_(fn(x.to(y.dtype) / temperature, dim))
+        y.copy_(fn(x.to(y.dtype).to(launcher.acc_dtype(y.dtype)) / temperature, dim))
         return None
     as_given = True
     if _cast_first(x.dtype, y.dtype):
@@ -183,8 +187,11 @@ def _backward(grad: Tensor, output: Tensor, dim: int, input_dtype: torch.dtype,
     # backward()'s first call of a signature: the gradient, and the launch when it ran on
     # (grad, output, dx) as given.
     if not launcher.serves(grad.device):
+        # torch, in the kernels' arithmetic and rounded once, as ``forward_into``'s fallback.
         fn = torch._log_softmax_backward_data if log else torch._softmax_backward_data
-        return fn(grad, output, dim, input_dtype) / temperature, None
+        acc = launcher.acc_dtype(torch.promote_types(input_dtype, output.dtype))
+        dx = fn(grad.to(acc), output.to(acc), dim, acc) / temperature
+        return dx.to(input_dtype), None
     # y and dx share strides in the kernels; the forward's output is contiguous already.
     y = output.contiguous()
     exact = _fp32_scale_ok(y.dtype, temperature)

@@ -15,7 +15,7 @@ import torch
 from _ref import assert_softmax_close, reference
 
 import npu_softmax
-from npu_softmax import api, checks, eager, launcher
+from npu_softmax import checks, eager, launcher
 
 
 @pytest.mark.parametrize("dtype", [torch.int8, torch.int32, torch.int64, torch.uint8,
@@ -213,7 +213,7 @@ def test_unserved_device_message_says_what_to_install() -> None:
     device = torch.device("cuda")
     if launcher.serves(device):
         pytest.skip("cuda tensors are served in this process")
-    message = api._device_message(device)
+    message = checks.device_message("softmax", device)
     assert "'cuda'" in message and "upstream triton for 'cuda'" in message
     assert "triton-ascend + torch_npu for 'npu'" in message
 
