@@ -12,6 +12,8 @@ compiled binary; Triton still specialises ``n_cols`` and the strides on divisibi
 handful of binaries per tile at most), which lets masked loads and stores use vector width.
 Arithmetic runs in float32 (float64 for float64 output); the input is
 never narrower than the output (the API casts a wider input first, as ``torch.softmax`` does).
+Every output is stored through ``_out``, rounded once to nearest even, under Triton's
+interpreter too (whose own bfloat16 conversion truncates).
 
 Every kernel multiplies its input by a runtime ``scale`` as it loads it (``1 / temperature``, so
 a sampling temperature costs no extra pass over memory) and, with ``LOG`` set, writes
