@@ -1,10 +1,11 @@
 """Property sweep: ``npu_softmax.softmax`` against ``torch.softmax`` in float64.
 
 Hypothesis draws the rank (0-4), the shape (1, primes, powers of two and their neighbours, rows
-longer than a block), ``dim`` (negative too), the strides (transposed, stepped slices with an
-offset, expanded, permuted), the input dtype, a ``dtype=`` cast, the variant and the values
-(ordinary, tiny, huge, +-inf and NaN elements and rows). Under Triton's CPU interpreter sizes and
-example counts are small; on a GPU/NPU (or for the CPU torch fallback) they are larger.
+longer than a block, and sizes of any length, log-uniformly), ``dim`` (negative too), the
+strides (transposed, stepped slices with an offset, expanded, permuted), the input dtype, a
+``dtype=`` cast, the variant and the values (ordinary, tiny, huge, +-inf and NaN elements and
+rows). Under Triton's CPU interpreter sizes and example counts are small; on a GPU/NPU (or for
+the CPU torch fallback) they are larger.
 ``NPU_SOFTMAX_EXAMPLES=N`` overrides the example count, e.g. for a long soak run.
 """
 
@@ -36,6 +37,17 @@ LONG_COLS = [32767, 32769, 65537]
 #: chunks are 4-32K, NPU chunks up to 8K), so a running max that rises in a later chunk is common.
 LOOPED_COLS = [2049, 4095, 4097, 6143, 8193, 10007] + ([] if INTERPRETED else LONG_COLS)
 
+#: Longest row of any length the sweep draws (log-uniformly, beside the lists above), so that the
+#: launcher's rules for ranges of row lengths (docs/tuning.md) meet lengths no list names: for
+#: the launcher's own choice, forced looped variants, and a forced tile (which the CUDA and
+#: interpreter targets hold up to 32768 elements; the NPU's shorter tile refuses some).
+ANY_COLS_MOST = 4099 if INTERPRETED else 70_000
+ANY_LOOPED_COLS_MOST = 10_007 if INTERPRETED else 70_000
+ANY_TILE_COLS_MOST = 4099 if INTERPRETED else 20_001
+#: Largest size of a dim that is not normalised when drawn at random (then shrunk to the budget),
+#: so that row counts cross the launcher's thresholds (cores, waves, rows per tile).
+ANY_OTHER_MOST = 5000
+
 #: Per-example element budget, and rows for the looped variants (one row at a time: slow when
 #: interpreted).
 MAX_ELEMS = 20_000 if INTERPRETED else 4_000_000
@@ -48,6 +60,13 @@ VALUES = ("normal", "tiny", "huge", "specials", "nan_row", "neg_inf_row")
 def _dtypes() -> list[torch.dtype]:
     return list(checks.FLOAT_DTYPES) + (
         [torch.float64] if launcher.target().backend in checks.FLOAT64_TARGETS else [])
+
+
+def _any_size(draw: st.DrawFn, most: int) -> int:
+    """A size of 1..``most``, log-uniform: a power of two drawn first, then a size below the
+    next."""
+    bits = draw(st.integers(0, most.bit_length() - 1))
+    return draw(st.integers(1 << bits, min(most, (2 << bits) - 1)))
 
 
 def _values(draw: st.DrawFn, n: int, kind: str, gen: torch.Generator) -> torch.Tensor:
@@ -100,14 +119,18 @@ def cases(draw: st.DrawFn, device: str) -> dict:
     looped = variant in ("online", "split")
     if looped:
         cols_pool = LOOPED_COLS if draw(st.integers(0, 3)) else COLS
+        any_most = ANY_LOOPED_COLS_MOST
     else:
         # A forced tile holds a row in one block, which the launcher refuses past the target's
         # tile (test_misuse); the launcher's own choice loops there.
         long_ok = variant is None and draw(st.integers(0, 9)) == 0
         cols_pool = COLS + (LONG_COLS if long_ok else [])
-    shape = [draw(st.sampled_from(OTHER_SIZES)) for _ in range(rank)]
+        any_most = ANY_COLS_MOST if variant is None else ANY_TILE_COLS_MOST
+    shape = [draw(st.sampled_from(OTHER_SIZES)) if draw(st.integers(0, 3))
+             else _any_size(draw, ANY_OTHER_MOST) for _ in range(rank)]
     if rank:
-        shape[dim] = draw(st.sampled_from(cols_pool))
+        shape[dim] = (draw(st.sampled_from(cols_pool)) if draw(st.integers(0, 2))
+                      else _any_size(draw, any_most))
         n_cols = shape[dim]
         # Shrink the other dims until the call fits the budget.
         row_cap = MAX_LOOPED_ROWS if (looped or n_cols > 32768) else MAX_ELEMS
