@@ -2,24 +2,39 @@
 
 from __future__ import annotations
 
+import warnings
+
 import torch
 
 from . import api
 
 
+def _implicit_dim(name: str, ndim: int) -> int:
+    """The dim ``torch.nn.Softmax(dim=None)`` normalises over for an input of ``ndim`` dims:
+    torch's deprecated legacy rule (0 for 0-, 1- and 3-d inputs, else 1), with a warning."""
+    warnings.warn(f"npu_softmax.{name}(dim=None) picks dim by torch's deprecated legacy rule; "
+                  "pass dim explicitly", UserWarning, stacklevel=3)
+    return 0 if ndim in (0, 1, 3) else 1
+
+
 class Softmax(torch.nn.Module):
     """``npu_softmax.softmax(x, dim, temperature=temperature)`` as a module.
 
-    Input: any shape; output: the same shape and dtype, contiguous.
+    Input: any shape; output: the same shape and dtype, contiguous. ``dim=None`` (what a
+    ``torch.nn.Softmax()`` built without a dim holds, e.g. when its ``dim`` is copied over in a
+    module swap) picks the dim as that module does, with a warning.
     """
 
-    def __init__(self, dim: int = -1, temperature: float | None = None) -> None:
+    def __init__(self, dim: int | None = -1, temperature: float | None = None) -> None:
         super().__init__()
         self.dim = dim
         self.temperature = temperature
 
+    def _dim(self, x: torch.Tensor) -> int:
+        return _implicit_dim(type(self).__name__, x.dim()) if self.dim is None else self.dim
+
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return api.softmax(x, self.dim, temperature=self.temperature)
+        return api.softmax(x, self._dim(x), temperature=self.temperature)
 
     def extra_repr(self) -> str:
         return f"dim={self.dim}, temperature={self.temperature}"
@@ -29,4 +44,4 @@ class LogSoftmax(Softmax):
     """``npu_softmax.log_softmax(x, dim, temperature=temperature)`` as a module."""
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return api.log_softmax(x, self.dim, temperature=self.temperature)
+        return api.log_softmax(x, self._dim(x), temperature=self.temperature)

@@ -336,6 +336,21 @@ def test_modules(device: str, module: type, log: bool) -> None:
     assert_close(module(0)(x), reference(x, 0, log), torch.float32)
 
 
+@pytest.mark.parametrize("module,log", [(ns.Softmax, False), (ns.LogSoftmax, True)])
+def test_modules_without_a_dim_pick_torchs(device: str, module: type, log: bool) -> None:
+    """``dim=None`` (a ``torch.nn.Softmax()``'s dim, copied in a module swap) normalises over
+    the dim that torch's module picks for each rank, and warns as it does."""
+    torch_module = torch.nn.LogSoftmax if log else torch.nn.Softmax
+    for shape in [(), (7,), (3, 5), (3, 4, 5), (2, 3, 4, 5)]:
+        x = torch.randn(shape, device=device)
+        with pytest.warns(UserWarning, match="dim=None"):
+            y = module(dim=None)(x)
+        with pytest.warns(UserWarning):  # torch's own deprecation warning
+            want = torch_module(dim=None)(x.detach().cpu().double())
+        assert y.shape == x.shape
+        assert_close(y, want, torch.float32)
+
+
 @pytest.mark.parametrize("name", FUNCS)
 @pytest.mark.parametrize("fast_dtype", [torch.float16, torch.bfloat16])
 @pytest.mark.filterwarnings("ignore::UserWarning")  # autocast's "dtype not supported" notes
