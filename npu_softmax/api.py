@@ -17,7 +17,7 @@ import torch.fx
 from . import amp, checks, eager, ops
 
 
-def softmax(x: torch.Tensor, dim: int = -1, *, dtype: torch.dtype | None = None,
+def softmax(x: torch.Tensor, dim: int = -1, dtype: torch.dtype | None = None, *,
             temperature: float | None = None, variant: str | None = None,
             out: torch.Tensor | None = None) -> torch.Tensor:
     """Softmax of ``x`` along ``dim``: ``torch.softmax(x / temperature, dim, dtype=dtype)``.
@@ -71,7 +71,7 @@ def softmax(x: torch.Tensor, dim: int = -1, *, dtype: torch.dtype | None = None,
     return _dispatch(False, x, dim, dtype, temperature, variant, out)
 
 
-def log_softmax(x: torch.Tensor, dim: int = -1, *, dtype: torch.dtype | None = None,
+def log_softmax(x: torch.Tensor, dim: int = -1, dtype: torch.dtype | None = None, *,
                 temperature: float | None = None, variant: str | None = None,
                 out: torch.Tensor | None = None) -> torch.Tensor:
     """Log-softmax of ``x`` along ``dim``: ``torch.log_softmax(x / temperature, dim, dtype=dtype)``.
@@ -141,6 +141,7 @@ def _dispatch(log: bool, x: torch.Tensor, dim: int, dtype: torch.dtype | None,
         key = (eager.into_signature(x, out, dim, dtype, temperature, variant, log)
                if type(out) is torch.Tensor else None)
         ops.run_out(x, out, wrapped, t, log, variant, key)
+        torch.autograd.graph.increment_version(out)  # as the op's dispatch does (registry)
     elif out is x:
         (ops.log_softmax_ if log else ops.softmax_)(x, wrapped, t, variant)
     else:
@@ -167,6 +168,7 @@ def _inplace(log: bool, x: torch.Tensor, dim: int, temperature: float | None,
     if eager.plain(x):
         key = eager.into_signature(x, x, dim, None, temperature, variant, log)
         ops.run_out(x, x, wrapped, t, log, variant, key)
+        torch.autograd.graph.increment_version(x)  # as the op's dispatch does (registry)
     else:
         (ops.log_softmax_ if log else ops.softmax_)(x, wrapped, t, variant)
     return x
@@ -184,5 +186,6 @@ def _fx_node(fn: object, tensors: tuple[object, ...], args: tuple,
 
 
 def _no_grad(fn: str, x: torch.Tensor, out: torch.Tensor) -> None:
-    if torch.is_grad_enabled() and (x.requires_grad or out.requires_grad):
+    if (torch.is_grad_enabled() and (x.requires_grad or out.requires_grad)
+            or eager.dual(x) or eager.dual(out)):
         raise RuntimeError(checks.no_grad_into_message(fn))

@@ -106,6 +106,9 @@ def check_out(fn: str, x: torch.Tensor, out: object, out_dtype: torch.dtype) -> 
         raise TypeError(f"{fn}: out has dtype {out.dtype} but the result has dtype {out_dtype}")
     if out.device != x.device:
         raise RuntimeError(f"{fn}: out is on {out.device} but the input is on {x.device}")
+    if out.is_inference() and not torch.is_inference_mode_enabled():
+        raise RuntimeError(f"{fn}: out is an inference tensor, which may be written only "
+                           "inside torch.inference_mode(); write into a clone of it instead")
     if any(st == 0 and sz > 1 for sz, st in zip(out.shape, out.stride())):
         raise RuntimeError(f"{fn}: out has overlapping elements (a stride of 0, e.g. from "
                            "expand()); pass a tensor whose elements are distinct")
@@ -175,4 +178,5 @@ def no_grad_into_message(fn: str) -> str:
     """The error of an out= or in-place call that autograd would have to record: as torch's
     out= functions, a result written into a given buffer is not differentiable."""
     return (f"{fn}: out= and in-place results do not support autograd (an input requires "
-            "grad); call it without out= or under torch.no_grad()")
+            "grad or carries a forward-mode tangent); call it without out= or under "
+            "torch.no_grad()")

@@ -33,6 +33,10 @@ def _aten_forward(log: bool):  # noqa: ANN202
         if y is not None:
             return y
         out_dtype = torch.float32 if half_to_float else x.dtype
+        if not out_dtype.is_floating_point:
+            # As torch's own kernels: an integer or bool input needs ``dtype=``.
+            raise NotImplementedError(f"{'log_softmax' if log else 'softmax'} is not "
+                                      f"implemented for {out_dtype}; pass dtype=")
         y = torch.empty(x.shape, dtype=out_dtype, device=x.device)
         if out_dtype in checks.supported_dtypes(x.device):
             launch = ops.forward_into(x, y, checks.wrap_dim(dim, x.dim()), 1.0, log, None)

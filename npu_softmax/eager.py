@@ -15,6 +15,7 @@ input is not kept.
 from __future__ import annotations
 
 import torch
+from torch.autograd import forward_ad
 
 from .launcher import Launch
 
@@ -69,9 +70,19 @@ def plain(x: object) -> bool:
     The op's dispatch costs 6-15 µs of host time on the H100's host, as long as a small kernel
     runs; it is needed only for ``torch.compile``/export tracing, for ``torch.jit.trace`` (which
     records ops, never a Triton launch, and hands the planning code sizes as tensors) and for
-    tensor subclasses (fake tensors), which still go through it.
+    tensor subclasses (fake tensors), which still go through it; but for ``nn.Parameter``, a
+    plain tensor marked as a module's, which runs eagerly (its calls then take the full path:
+    the repeat paths below take ``torch.Tensor`` alone).
     """
-    return type(x) is torch.Tensor and not torch.compiler.is_compiling() and not _jit_tracing()
+    return ((type(x) is torch.Tensor or type(x) is torch.nn.Parameter)
+            and not torch.compiler.is_compiling() and not _jit_tracing())
+
+
+def dual(x: torch.Tensor) -> bool:
+    """Whether ``x`` carries a tangent of ``torch.autograd.forward_ad``'s current level (calls
+    on it take the rule with a ``jvp``, ``ops._TransformAutograd``)."""
+    return (forward_ad._current_level >= 0
+            and forward_ad.unpack_dual(x).tangent is not None)
 
 
 def transformed(x: torch.Tensor) -> bool:
@@ -117,7 +128,8 @@ def repeat_forward(x: object, dim: object, dtype: object, temperature: object, v
     call). None otherwise; the caller then takes the full path."""
     if (type(x) is not torch.Tensor or (x.requires_grad and torch.is_grad_enabled())
             or torch.compiler.is_compiling() or _any_autocast() or _jit_tracing()
-            or torch._C._functorch.is_functorch_wrapped_tensor(x)):
+            or torch._C._functorch.is_functorch_wrapped_tensor(x) or x.is_neg()
+            or forward_ad._current_level >= 0):
         return None
     try:
         call = _calls.get(forward_signature(x, dim, dtype, temperature, variant, log))
@@ -135,7 +147,8 @@ def recorded_forward(x: object, dim: object, dtype: object, temperature: object,
     autocast, no ``torch.func`` transform), when the signature is kept; None otherwise."""
     if (type(x) is not torch.Tensor or not (x.requires_grad and torch.is_grad_enabled())
             or torch.compiler.is_compiling() or _any_autocast() or _jit_tracing()
-            or torch._C._functorch.is_functorch_wrapped_tensor(x)):
+            or torch._C._functorch.is_functorch_wrapped_tensor(x) or x.is_neg()
+            or forward_ad._current_level >= 0):
         return None
     try:
         key = forward_signature(x, dim, dtype, temperature, variant, log)
@@ -159,17 +172,21 @@ def into_signature(x: torch.Tensor, out: torch.Tensor, dim: object, dtype: objec
 
 def repeat_into(x: object, out: object, dim: object, dtype: object, temperature: object,
                 variant: object, log: bool, tag: str = "into") -> bool:
-    """Run the kept launch of a public out= or in-place call and return True when its
-    ``into_signature`` (with ``tag``) is kept and the call may skip the checks: plain tensors
-    that autograd does not record, no ``torch.func`` transform, no tracing, and ``out`` either
-    ``x`` itself or in other memory (two views of one storage take the full path, which checks
-    that they do not overlap partially). False otherwise; the caller then takes the full
-    path."""
+    """Run the kept launch of a public out= or in-place call, bump ``out``'s version (as
+    torch's in-place ops do, so autograd refuses a gradient that saved its old contents) and
+    return True when its ``into_signature`` (with ``tag``) is kept and the call may skip the
+    checks: plain tensors that autograd does not record, no ``torch.func`` transform or
+    forward-mode AD, no tracing, no negated views, an ``out`` that may be written here (not an
+    inference tensor outside inference mode), and ``out`` either ``x`` itself or in other
+    memory (two views of one storage take the full path, which checks that they do not
+    overlap partially). False otherwise; the caller then takes the full path."""
     if (type(x) is not torch.Tensor or type(out) is not torch.Tensor
             or (torch.is_grad_enabled() and (x.requires_grad or out.requires_grad))
             or torch.compiler.is_compiling() or _jit_tracing()
             or torch._C._functorch.is_functorch_wrapped_tensor(x)
-            or torch._C._functorch.is_functorch_wrapped_tensor(out)):
+            or torch._C._functorch.is_functorch_wrapped_tensor(out)
+            or x.is_neg() or out.is_neg() or forward_ad._current_level >= 0
+            or (out.is_inference() and not torch.is_inference_mode_enabled())):
         return False
     try:
         launch = _calls.get(into_signature(x, out, dim, dtype, temperature, variant, log, tag))
@@ -180,6 +197,7 @@ def repeat_into(x: object, out: object, dim: object, dtype: object, temperature:
                           == out.untyped_storage().data_ptr()):
         return False
     launch(x, out)
+    torch.autograd.graph.increment_version(out)
     return True
 
 

@@ -85,12 +85,14 @@ def _divided(t: Tensor, temperature: float) -> Tensor:
     torch's CUDA kernels multiply by the reciprocal of a Python number (inf for 1e-39), and a
     float32 1e-39 is subnormal, 20 bits; so ``t`` is divided by ``temperature``'s mantissa in
     [1, 2) (a 0-d tensor: no overflow), then scaled by its power of two in steps float32
-    holds, which is exact (beyond 2**300 either way every quotient is already inf or 0).
+    holds, which is exact (beyond 2**300 either way every float32 quotient is already inf or
+    0, beyond 2**2100 every float64 one).
     """
     acc = launcher.acc_dtype(t.dtype)
     mantissa, exponent = math.frexp(temperature)
     q = t.to(acc) / torch.full((), 2 * mantissa, dtype=acc, device=t.device)
-    shift = max(-300, min(300, 1 - exponent))
+    most = 2100 if acc == torch.float64 else 300
+    shift = max(-most, min(most, 1 - exponent))
     while shift:
         step = max(-126, min(126, shift))
         q, shift = q * 2.0 ** step, shift - step
@@ -108,6 +110,18 @@ def forward_into(x: Tensor, y: Tensor, dim: int, temperature: float, log: bool,
     the same signature may repeat it), None when the call needed a cast, a copy or torch.
     """
     if y.numel() == 0:
+        return None
+    if y.is_neg():
+        # A view whose values are its memory negated (``z.conj().imag``): the kernels write
+        # memory, so the result goes through a buffer that ``copy_`` writes as values.
+        tmp = torch.empty(y.shape, dtype=y.dtype, device=y.device)
+        forward_into(x, tmp, dim, temperature, log, variant)
+        y.copy_(tmp)
+        return None
+    if x.is_neg():
+        # As above for the input: its values, not its memory.
+        x = x.resolve_neg()
+        forward_into(x, y, dim, temperature, log, variant)
         return None
     if not launcher.serves(x.device):
         # torch, in the kernels' arithmetic (float32; float64 for float64 output) and rounded
@@ -168,6 +182,8 @@ def backward(grad: Tensor, output: Tensor, dim: int, input_dtype: torch.dtype,
              temperature: float, log: bool, variant: Optional[str]) -> Tensor:
     """The gradient w.r.t. the forward's input, of dtype ``input_dtype`` (contiguous); a
     signature seen before repeats its kept launch (``eager``)."""
+    if grad.is_neg():  # its values, not its memory (``forward_into``)
+        grad = grad.resolve_neg()
     key = None
     if eager.plain(grad) and type(output) is Tensor:
         key = eager.signature(grad, output.stride(), output.dtype, dim, input_dtype,
@@ -282,10 +298,11 @@ class _EagerAutograd(torch.autograd.Function):
 
 
 class _TransformAutograd(torch.autograd.Function):
-    """The forward on ``torch.func`` transforms' tensors, with the rules the transforms call:
-    ``vmap`` runs the kernels once on the whole batch, ``jvp`` gives the forward-mode
-    derivative, the gradient is ``_EagerAutograd``'s (from torch ops: ``torch.func.grad``
-    records the backward). Its ``forward`` gets the tensor unwrapped, a kernels' tensor."""
+    """The forward on ``torch.func`` transforms' tensors (and on dual tensors of
+    ``torch.autograd.forward_ad``), with the rules the transforms call: ``vmap`` runs the
+    kernels once on the whole batch, ``jvp`` gives the forward-mode derivative, the gradient
+    is ``_EagerAutograd``'s (from torch ops: ``torch.func.grad`` records the backward). Its
+    ``forward`` gets the tensor unwrapped, a kernels' tensor."""
 
     @staticmethod
     def forward(x: Tensor, dim: int, out_dtype: torch.dtype, temperature: float, log: bool,
@@ -357,6 +374,9 @@ def checked_forward(x: Tensor, dim: int, out_dtype: torch.dtype, temperature: fl
         if level is not None:
             return batching.run_batched(x, level, lambda xb: _batch_forward(
                 xb, dim, out_dtype, temperature, log, variant))
+        return _TransformAutograd.apply(x, dim, out_dtype, temperature, log, variant)
+    if eager.dual(x):
+        # Forward-mode AD (``torch.autograd.forward_ad``): the rule with a ``jvp``.
         return _TransformAutograd.apply(x, dim, out_dtype, temperature, log, variant)
     if not eager.plain(x):
         op = log_softmax if log else softmax

@@ -121,6 +121,22 @@ def test_double_backward(kernel_device: str, name: str, variant: str | None) -> 
     torch.testing.assert_close(g_kernel.cpu(), ref)
 
 
+@pytest.mark.parametrize("name", FUNCS)
+def test_double_backward_of_a_parameter(kernel_device: str, name: str) -> None:
+    """An ``nn.Parameter`` input (a module's weight) has second derivatives too."""
+    fn, torch_fn = FUNCS[name]
+    p = torch.nn.Parameter(torch.randn(3, 5, device=kernel_device))
+    (g,) = torch.autograd.grad((fn(p, 1) * torch.arange(5.0, device=kernel_device)).sum(), p,
+                               create_graph=True)
+    (gg,) = torch.autograd.grad((g * g).sum(), p)
+    q = p.detach().cpu().double().requires_grad_()
+    (g64,) = torch.autograd.grad((torch_fn(q, 1) * torch.arange(5.0).double()).sum(), q,
+                                 create_graph=True)
+    (gg64,) = torch.autograd.grad((g64 * g64).sum(), q)
+    assert_close(g, g64, torch.float32, scale=4)
+    assert_close(gg, gg64, torch.float32, scale=4)
+
+
 @pytest.mark.parametrize("reentrant", [False, True])
 @pytest.mark.parametrize("name", FUNCS)
 def test_activation_checkpointing(device: str, name: str, reentrant: bool) -> None:

@@ -78,6 +78,20 @@ def test_enabled_context_and_dtypes(kernel_device: str, launches: dict[str, int]
     assert ns.is_enabled()  # a block inside enable() leaves it enabled
 
 
+@pytest.mark.parametrize("dtype", [torch.int64, torch.int32, torch.bool])
+def test_enabled_refuses_what_torch_refuses(kernel_device: str, dtype: torch.dtype) -> None:
+    """Routed, an integer or bool input without ``dtype=`` is refused as torch refuses it
+    (never computed in floats); with ``dtype=`` torch casts it and the kernels run."""
+    x = torch.randint(0, 3, (2, 7), device=kernel_device).to(dtype)
+    with ns.enabled():
+        with pytest.raises((NotImplementedError, RuntimeError)):
+            torch.softmax(x, -1)
+        with pytest.raises((NotImplementedError, RuntimeError)):
+            torch.log_softmax(x, 0)
+        y = torch.softmax(x, -1, dtype=torch.float32)
+    assert_close(y, reference(x, -1, dtype=torch.float32), torch.float32)
+
+
 def test_enabled_leaves_other_devices(kernel_device: str, launches: dict[str, int]) -> None:
     if launcher.serves(torch.device("cpu")):
         pytest.skip("the interpreter serves CPU tensors too")

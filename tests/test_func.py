@@ -152,6 +152,34 @@ def test_derivative_transforms_match_float64(kernel_device: str, name: str) -> N
         assert_close(got, want, torch.float32, scale=4)
 
 
+@pytest.mark.parametrize("name", FUNCS)
+@pytest.mark.parametrize("requires_grad", [False, True])
+def test_forward_mode_ad(kernel_device: str, name: str, requires_grad: bool) -> None:
+    """``torch.autograd.forward_ad``'s dual tensors get the tangent torch's function gives (in
+    float64), whether the input requires grad or not, on a first and a repeated call; an
+    out= call on one is refused, as out= calls under autograd are."""
+    import torch.autograd.forward_ad as fwad
+
+    fn, torch_fn = FUNCS[name]
+    x = (torch.randn(4, 19, device=kernel_device) * 3).requires_grad_(requires_grad)
+    t = torch.randn(4, 19, device=kernel_device)
+    with fwad.dual_level():
+        want = fwad.unpack_dual(torch_fn(fwad.make_dual(x.detach().cpu().double(),
+                                                        t.cpu().double()) / 0.7, -1)).tangent
+        for _ in range(2):
+            y = fn(fwad.make_dual(x, t), -1, temperature=0.7)
+            tangent = fwad.unpack_dual(y).tangent
+            assert tangent is not None
+            assert_close(tangent, want, torch.float32, scale=4)
+        with pytest.raises(RuntimeError, match="do not support autograd"):
+            fn(x.detach(), -1, out=fwad.make_dual(torch.empty_like(t), t))
+    jac = torch.autograd.functional.jacobian(lambda a: fn(a, -1), x[0].detach(), vectorize=True,
+                                             strategy="forward-mode")
+    assert_close(jac, torch.autograd.functional.jacobian(lambda a: torch_fn(a, -1),
+                                                         x[0].detach().cpu().double()),
+                 torch.float32, scale=4)
+
+
 def test_routed_torch_softmax_under_transforms(kernel_device: str, launches: list) -> None:
     """With ``enable()``, torch's own batching and derivative rules call the routed kernels."""
     x = torch.randn(6, 3, 41, device=kernel_device) * 4

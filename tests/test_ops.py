@@ -136,6 +136,27 @@ def test_temperatures_whose_reciprocal_is_not_a_normal_float32(device: str, name
 
 
 @pytest.mark.parametrize("name", FUNCS)
+@pytest.mark.parametrize("temperature", [1e-300, 1e-250, 1e100, 1e300])
+def test_float64_temperatures_far_from_one(device: str, name: str, temperature: float) -> None:
+    """float64 takes temperatures whose power of two is far beyond float32's range: logits of
+    that scale keep their shape (forward, out=, in place, gradient)."""
+    _supported(device, torch.float64)
+    fn, fn_, log = FUNCS[name]
+    x = (torch.randn(6, 50, dtype=torch.float64, device=device) * temperature).requires_grad_()
+    expected = reference(x, -1, log, temperature)
+    out = torch.full_like(x, math.nan, requires_grad=False)
+    fn(x.detach(), -1, temperature=temperature, out=out)
+    for y in (fn(x, -1, temperature=temperature), out,
+              fn_(x.detach().clone(), -1, temperature=temperature)):
+        assert_close(y, expected, torch.float64)
+    dy = torch.randn(6, 50, dtype=torch.float64, device=device)
+    (dx,) = torch.autograd.grad(fn(x, -1, temperature=temperature), x, dy)
+    torch_fn = torch.log_softmax if log else torch.softmax
+    assert_close(dx * temperature, reference_grad(torch_fn, x, dy, -1, temperature) * temperature,
+                 torch.float64)
+
+
+@pytest.mark.parametrize("name", FUNCS)
 @pytest.mark.parametrize("bad", [0, -1.0, math.inf, math.nan, -0.0])
 def test_temperature_values_rejected(device: str, name: str, bad: float) -> None:
     fn, _, _ = FUNCS[name]
@@ -257,6 +278,70 @@ def test_out(device: str, name: str, variant: str | None, kind: str) -> None:
     result = fn(x, 1, temperature=0.8, variant=variant, out=out)
     assert result is out
     assert_close(out, reference(x, 1, log, 0.8), torch.float32)
+
+
+@pytest.mark.parametrize("name", FUNCS)
+def test_out_and_in_place_bump_the_version(device: str, name: str) -> None:
+    """A tensor written by out= or in place is marked modified, on a first and a repeated
+    call, as torch's in-place ops mark it: autograd then refuses a gradient that saved its old
+    contents instead of using the new ones. An inference tensor is written only inside
+    ``torch.inference_mode()``, as torch allows."""
+    fn, fn_, _ = FUNCS[name]
+    for write in (lambda y: fn_(y, -1), lambda y: fn(torch.randn_like(y), -1, out=y)):
+        a = torch.randn(3, 7, device=device, requires_grad=True)
+        saved = a.exp()  # exp saves its output for the gradient
+        for _ in range(2):
+            before = saved._version
+            with torch.no_grad():
+                write(saved)
+            assert saved._version > before
+        with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+            saved.sum().backward()
+    with torch.inference_mode():
+        frozen = torch.randn(3, 7, device=device)
+    expected = reference(frozen, -1, FUNCS[name][2])
+    for write in (lambda y: fn_(y, -1), lambda y: fn(y.clone(), -1, out=y)):
+        with pytest.raises(RuntimeError, match="inference tensor"):
+            write(frozen)
+    with torch.inference_mode():
+        fn_(frozen, -1)
+    assert_close(frozen, expected, torch.float32)
+
+
+@pytest.mark.parametrize("name", FUNCS)
+def test_negated_views(device: str, name: str) -> None:
+    """A view whose values are its memory negated (``z.conj().imag``, ``is_neg()``) is read and
+    written as its values: as input, out=, in place, and as the upstream gradient."""
+    fn, fn_, log = FUNCS[name]
+    torch_fn = torch.log_softmax if log else torch.softmax
+
+    def negated() -> torch.Tensor:
+        z = torch.randn(4, 33, dtype=torch.complex64, device=device) * 3
+        return z.conj().imag
+
+    x = negated()
+    assert x.is_neg()
+    for _ in range(2):  # a first and a repeated call of one signature
+        assert_close(fn(x, -1), reference(x.resolve_neg(), -1, log), torch.float32)
+        out = negated()
+        assert fn(x.resolve_neg(), 1, out=out) is out
+        assert_close(out, reference(x.resolve_neg(), 1, log), torch.float32)
+        y = negated()
+        expected = reference(y.resolve_neg(), 0, log)
+        assert_close(fn_(y, 0), expected, torch.float32)
+    a = torch.randn(4, 33, device=device, requires_grad=True)
+    dy = negated()
+    (dx,) = torch.autograd.grad(fn(a, -1), a, dy)
+    assert_close(dx, reference_grad(torch_fn, a, dy.resolve_neg(), -1), torch.float32)
+
+
+def test_dtype_positionally(device: str) -> None:
+    """``dtype`` is the third positional argument, as in ``torch.softmax(x, dim, dtype)``."""
+    x = torch.randn(3, 8, device=device).to(torch.bfloat16)
+    assert_close(ns.softmax(x, 1, torch.float32), reference(x, 1, dtype=torch.float32),
+                 torch.float32)
+    assert_close(ns.log_softmax(x, 0, torch.float32),
+                 reference(x, 0, True, dtype=torch.float32), torch.float32)
 
 
 def test_out_dtype(device: str) -> None:
