@@ -111,18 +111,6 @@ def forward_into(x: Tensor, y: Tensor, dim: int, temperature: float, log: bool,
     """
     if y.numel() == 0:
         return None
-    if y.is_neg():
-        # A view whose values are its memory negated (``z.conj().imag``): the kernels write
-        # memory, so the result goes through a buffer that ``copy_`` writes as values.
-        tmp = torch.empty(y.shape, dtype=y.dtype, device=y.device)
-        forward_into(x, tmp, dim, temperature, log, variant)
-        y.copy_(tmp)
-        return None
-    if x.is_neg():
-        # As above for the input: its values, not its memory.
-        x = x.resolve_neg()
-        forward_into(x, y, dim, temperature, log, variant)
-        return None
     if not launcher.serves(x.device):
         # torch, in the kernels' arithmetic (float32; float64 for float64 output) and rounded
         # once to the output dtype, as the kernels do: ``/ temperature`` in a 2-byte dtype
@@ -132,6 +120,10 @@ def forward_into(x: Tensor, y: Tensor, dim: int, temperature: float, log: bool,
         y.copy_(fn(x.to(y.dtype).to(launcher.acc_dtype(y.dtype)) / temperature, dim))
         return None
     as_given = True
+    if x.is_neg():
+        # A view whose values are its memory negated (``z.conj().imag``): the kernels read
+        # memory, so they read a copy of its values.
+        x, as_given = x.resolve_neg(), False
     if _cast_first(x.dtype, y.dtype):
         # The kernels only widen on load; a narrowing dtype= rounds in torch first, as
         # torch.softmax does.
@@ -146,7 +138,9 @@ def forward_into(x: Tensor, y: Tensor, dim: int, temperature: float, log: bool,
         # contiguous buffer instead.
         xv, as_given = xv.contiguous(), False
         layout = row_layout(xv.shape, dim, xv.stride(), yv.stride())
-    if layout is None:
+    if layout is None or yv.is_neg():
+        # Strides the kernels cannot address, or an output whose values are its memory negated
+        # (which the kernels would write as memory): through a buffer, copied in as values.
         tmp = torch.empty(yv.shape, dtype=yv.dtype, device=yv.device)
         forward_into(xv, tmp, dim, temperature, log, variant)
         yv.copy_(tmp)
