@@ -94,19 +94,30 @@ def wrap_dim(dim: int, ndim: int) -> int:
     return dim % size
 
 
+def _same_shape(a: torch.Tensor, b: torch.Tensor) -> bool:
+    # Under torch.jit.trace sizes are traced values, whose comparison warns that the trace
+    # might not generalise; is_same_size compares them untraced (torch.compile cannot trace
+    # it, and compares shapes symbolically).
+    if not torch.compiler.is_compiling() and torch._C._is_tracing():
+        return a.is_same_size(b)
+    return a.shape == b.shape
+
+
 def check_out(fn: str, x: torch.Tensor, out: object, out_dtype: torch.dtype) -> None:
     """``out`` has ``x``'s shape and device, the output dtype, and no element twice."""
     if not isinstance(out, torch.Tensor):
         raise TypeError(f"{fn}: out must be a torch.Tensor, got {type(out).__name__}")
     _check_dense(fn, "out", out)
-    if out.shape != x.shape:
+    if not _same_shape(out, x):
         raise ValueError(f"{fn}: out has shape {tuple(out.shape)} but the result has shape "
                          f"{tuple(x.shape)}")
     if out.dtype != out_dtype:
         raise TypeError(f"{fn}: out has dtype {out.dtype} but the result has dtype {out_dtype}")
     if out.device != x.device:
         raise RuntimeError(f"{fn}: out is on {out.device} but the input is on {x.device}")
-    if out.is_inference() and not torch.is_inference_mode_enabled():
+    # torch.compile traces fake tensors, never inference tensors (and cannot trace the test).
+    if (not torch.compiler.is_compiling() and out.is_inference()
+            and not torch.is_inference_mode_enabled()):
         raise RuntimeError(f"{fn}: out is an inference tensor, which may be written only "
                            "inside torch.inference_mode(); write into a clone of it instead")
     if any(st == 0 and sz > 1 for sz, st in zip(out.shape, out.stride())):

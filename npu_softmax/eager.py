@@ -62,6 +62,15 @@ _calls: dict[tuple, _Call | Launch] = {}
 _any_autocast = torch._C._is_any_autocast_enabled
 #: Whether ``torch.jit.trace`` records the calls of this thread (bound once, as above).
 _jit_tracing = torch._C._is_tracing
+#: Whether a tensor has storage the kernels can address: not a ``torch.func`` transform's
+#: tensor, nor a batch of autograd's own vmap (``is_grads_batched``, ``jacobian(vectorize=
+#: True)``), whose calls go through the custom op (its loop over the batch) or torch ops
+#: (bound once, as above).
+_has_storage = torch._C._has_storage
+#: How many Python dispatch modes (``TorchDispatchMode``: ``make_fx``, ``FlopCounterMode``,
+#: logging and debug modes) are on: they see only the dispatcher's ops, so calls under one go
+#: through the custom op, which they then see (bound once, as above).
+_dispatch_modes = torch._C._len_torch_dispatch_stack
 
 
 def plain(x: object) -> bool:
@@ -70,12 +79,14 @@ def plain(x: object) -> bool:
     The op's dispatch costs 6-15 µs of host time on the H100's host, as long as a small kernel
     runs; it is needed only for ``torch.compile``/export tracing, for ``torch.jit.trace`` (which
     records ops, never a Triton launch, and hands the planning code sizes as tensors) and for
-    tensor subclasses (fake tensors), which still go through it; but for ``nn.Parameter``, a
-    plain tensor marked as a module's, which runs eagerly (its calls then take the full path:
-    the repeat paths below take ``torch.Tensor`` alone).
+    tensor subclasses (fake tensors), which still go through it, and under a Python dispatch
+    mode, which sees only the dispatcher's ops; but for ``nn.Parameter``, a plain tensor marked
+    as a module's, which runs eagerly (its calls then take the full path: the repeat paths
+    below take ``torch.Tensor`` alone).
     """
     return ((type(x) is torch.Tensor or type(x) is torch.nn.Parameter)
-            and not torch.compiler.is_compiling() and not _jit_tracing())
+            and not torch.compiler.is_compiling() and not _jit_tracing()
+            and not _dispatch_modes() and _has_storage(x))
 
 
 def dual(x: torch.Tensor) -> bool:
@@ -92,6 +103,12 @@ def transformed(x: torch.Tensor) -> bool:
     ``torch.compile`` traces (its tensors go through the custom ops)."""
     return (not torch.compiler.is_compiling()
             and torch._C._functorch.is_functorch_wrapped_tensor(x))
+
+
+def storageless(x: torch.Tensor) -> bool:
+    """Whether ``x`` has no storage for the kernels (a transform's tensor, a batch of
+    autograd's own vmap)."""
+    return not _has_storage(x)
 
 
 def records_grad(x: torch.Tensor) -> bool:
@@ -128,7 +145,7 @@ def repeat_forward(x: object, dim: object, dtype: object, temperature: object, v
     call). None otherwise; the caller then takes the full path."""
     if (type(x) is not torch.Tensor or (x.requires_grad and torch.is_grad_enabled())
             or torch.compiler.is_compiling() or _any_autocast() or _jit_tracing()
-            or torch._C._functorch.is_functorch_wrapped_tensor(x) or x.is_neg()
+            or _dispatch_modes() or not _has_storage(x) or x.is_neg()
             or forward_ad._current_level >= 0):
         return None
     try:
@@ -147,7 +164,7 @@ def recorded_forward(x: object, dim: object, dtype: object, temperature: object,
     autocast, no ``torch.func`` transform), when the signature is kept; None otherwise."""
     if (type(x) is not torch.Tensor or not (x.requires_grad and torch.is_grad_enabled())
             or torch.compiler.is_compiling() or _any_autocast() or _jit_tracing()
-            or torch._C._functorch.is_functorch_wrapped_tensor(x) or x.is_neg()
+            or _dispatch_modes() or not _has_storage(x) or x.is_neg()
             or forward_ad._current_level >= 0):
         return None
     try:
@@ -182,9 +199,8 @@ def repeat_into(x: object, out: object, dim: object, dtype: object, temperature:
     overlap partially). False otherwise; the caller then takes the full path."""
     if (type(x) is not torch.Tensor or type(out) is not torch.Tensor
             or (torch.is_grad_enabled() and (x.requires_grad or out.requires_grad))
-            or torch.compiler.is_compiling() or _jit_tracing()
-            or torch._C._functorch.is_functorch_wrapped_tensor(x)
-            or torch._C._functorch.is_functorch_wrapped_tensor(out)
+            or torch.compiler.is_compiling() or _jit_tracing() or _dispatch_modes()
+            or not _has_storage(x) or not _has_storage(out)
             or x.is_neg() or out.is_neg() or forward_ad._current_level >= 0
             or (out.is_inference() and not torch.is_inference_mode_enabled())):
         return False

@@ -11,9 +11,11 @@ from . import api
 
 def _implicit_dim(name: str, ndim: int) -> int:
     """The dim ``torch.nn.Softmax(dim=None)`` normalises over for an input of ``ndim`` dims:
-    torch's deprecated legacy rule (0 for 0-, 1- and 3-d inputs, else 1), with a warning."""
-    warnings.warn(f"npu_softmax.{name}(dim=None) picks dim by torch's deprecated legacy rule; "
-                  "pass dim explicitly", UserWarning, stacklevel=3)
+    torch's deprecated legacy rule (0 for 0-, 1- and 3-d inputs, else 1), with a warning
+    (but where ``torch.compile`` traces, which cannot trace ``warnings.warn``)."""
+    if not torch.compiler.is_compiling():
+        warnings.warn(f"npu_softmax.{name}(dim=None) picks dim by torch's deprecated legacy "
+                      "rule; pass dim explicitly", UserWarning, stacklevel=3)
     return 0 if ndim in (0, 1, 3) else 1
 
 

@@ -263,12 +263,18 @@ def _dense(dy: Tensor) -> Tensor:
 
 
 def _gradient(ctx: torch.autograd.function.FunctionCtx, dy: Tensor) -> Tensor:
-    # ``backward``'s kernels, or torch ops where autograd records the backward or a
-    # ``torch.func`` transform's tensors come in (they have no storage for the kernels).
+    # ``backward``'s kernels, or torch ops where autograd records the backward or tensors
+    # without storage come in (a ``torch.func`` transform's, a batch of autograd's own vmap);
+    # the backward op where its kernels must go through the dispatcher (under a dispatch
+    # mode, or for a subclass of upstream gradient).
     (y,) = ctx.saved_tensors
     dy = _dense(dy)
-    if torch.is_grad_enabled() or eager.transformed(dy) or eager.transformed(y):
+    if torch.is_grad_enabled() or eager.storageless(dy) or eager.storageless(y):
         return differentiable_backward(dy, y, *ctx.args)
+    if not eager.plain(dy):
+        dim, input_dtype, temperature, log, variant = ctx.args
+        op = log_softmax_backward if log else softmax_backward
+        return op(dy, y, dim, input_dtype, temperature, variant)
     return backward(dy, y, *ctx.args)
 
 

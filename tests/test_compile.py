@@ -90,6 +90,24 @@ def test_compile_fullgraph(kernel_device: str) -> None:
         assert_close(x.grad, xe.grad, torch.float32)
 
 
+def test_compile_fullgraph_out_in_place_and_modules(kernel_device: str) -> None:
+    """out= and in-place calls, and a module without a dim (torch's legacy rule), compile
+    without a graph break."""
+    def f(x: torch.Tensor, out: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        ns.log_softmax(x, 0, out=out, temperature=0.5)
+        inplace = x.clone()
+        ns.softmax_(inplace, -1)
+        return out, inplace, ns.Softmax(dim=None)(x), ns.LogSoftmax(dim=None)(x[0])
+
+    compiled = torch.compile(f, fullgraph=True)
+    x = torch.randn(7, 45, device=kernel_device)
+    out, inplace, implicit, implicit_log = compiled(x, torch.full_like(x, float("nan")))
+    assert_close(out, reference(x, 0, log=True, temperature=0.5), torch.float32)
+    assert_softmax_close(inplace, reference(x, -1))
+    assert_softmax_close(implicit, reference(x, 1))  # 2-d: dim 1
+    assert_close(implicit_log, reference(x[0], 0, log=True), torch.float32)  # 1-d: dim 0
+
+
 def test_compile_under_autocast(kernel_device: str) -> None:
     """Inside ``torch.autocast`` a compiled call returns the dtype an eager call returns (torch's
     own: float32 on CUDA), with no graph break."""

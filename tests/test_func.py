@@ -153,6 +153,30 @@ def test_derivative_transforms_match_float64(kernel_device: str, name: str) -> N
 
 
 @pytest.mark.parametrize("name", FUNCS)
+def test_batched_gradients(kernel_device: str, name: str) -> None:
+    """Autograd's own batched backward (``is_grads_batched=True``, what
+    ``jacobian(vectorize=True)`` and ``gradcheck(check_batched_grad=True)`` run) hands the
+    gradient a batch without storage: it gets torch ops' gradient, as torch's function does;
+    also where an eager call has kept the backward's launch."""
+    fn, torch_fn = FUNCS[name]
+    x = (torch.randn(6, 23, device=kernel_device) * 3).requires_grad_()
+    vs = torch.randn(4, 6, 23, device=kernel_device)
+    for _ in range(2):
+        fn(x, 1, temperature=0.7).backward(vs[0])  # a backward signature kept
+        (got,) = torch.autograd.grad(fn(x, 1, temperature=0.7), x, vs, is_grads_batched=True)
+        for g, v in zip(got, vs):
+            assert_close(g, reference_grad(torch_fn, x, v, 1, 0.7), torch.float32, scale=4)
+    row = x.detach()[0]
+    jacobian = torch.autograd.functional.jacobian(lambda t: fn(t, 0), row, vectorize=True)
+    want = torch.autograd.functional.jacobian(lambda t: torch_fn(t, 0), row.cpu().double())
+    assert_close(jacobian, want, torch.float32, scale=4)
+    if torch.float64 in supported_dtypes(torch.device(kernel_device)):
+        x64 = torch.randn(3, 7, device=kernel_device, dtype=torch.float64, requires_grad=True)
+        assert torch.autograd.gradcheck(lambda t: fn(t, 1, temperature=0.7), (x64,),
+                                        check_batched_grad=True)
+
+
+@pytest.mark.parametrize("name", FUNCS)
 @pytest.mark.parametrize("requires_grad", [False, True])
 def test_forward_mode_ad(kernel_device: str, name: str, requires_grad: bool) -> None:
     """``torch.autograd.forward_ad``'s dual tensors get the tangent torch's function gives (in

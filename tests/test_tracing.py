@@ -1,6 +1,7 @@
-"""Graph capture other than ``torch.compile``: ``torch.export``, ``torch.jit.trace`` and
-``torch.fx.symbolic_trace`` record npu_softmax's calls, and the captured graphs run the kernels
-on new inputs (other shapes included) with the eager results."""
+"""Graph capture other than ``torch.compile``: ``torch.export`` (strict too), ``torch.jit.trace``,
+``torch.fx.symbolic_trace`` and ``make_fx`` record npu_softmax's calls, and the captured graphs
+run the kernels on new inputs (other shapes included) with the eager results; dispatch modes see
+the custom ops."""
 
 from __future__ import annotations
 
@@ -10,6 +11,8 @@ import warnings
 import pytest
 import torch
 from _ref import assert_close, assert_softmax_close, reference, reference_grad
+from torch.fx.experimental.proxy_tensor import make_fx
+from torch.utils._python_dispatch import TorchDispatchMode
 
 import npu_softmax as ns
 from npu_softmax.checks import supported_dtypes
@@ -85,8 +88,8 @@ def test_jit_trace(kernel_device: str, kept: bool) -> None:
     if kept:
         model(x)
     with warnings.catch_warnings():
-        # out='s shape check reads traced sizes; the trace does not depend on it.
-        warnings.simplefilter("ignore", torch.jit.TracerWarning)
+        # The checks read no traced size as a Python value (as torch's own out= does not).
+        warnings.simplefilter("error", torch.jit.TracerWarning)
         traced = torch.jit.trace(model, x)
     recorded = {node.kind() for node in traced.inlined_graph.nodes()}
     assert {"npu_softmax::softmax", "npu_softmax::log_softmax_out",
@@ -105,6 +108,60 @@ def test_jit_trace_gradient(kernel_device: str) -> None:
     traced(x).backward(dy)
     assert_close(x.grad, reference_grad(torch.log_softmax, x, dy, 0, temperature=0.5),
                  torch.float32)
+
+
+def test_strict_export(kernel_device: str) -> None:
+    """``torch.export.export(strict=True)`` (TorchDynamo) traces every entry point too."""
+    model = _Heads(kernel_device)
+    exported = torch.export.export(model, (torch.randn(6, 37, device=kernel_device),),
+                                   strict=True)
+    fresh = torch.randn(6, 37, device=kernel_device)
+    _check_heads(model, fresh, exported.module()(fresh))
+
+
+class _Ops(TorchDispatchMode):
+    """A dispatch mode that records the name of every op it sees."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.seen: list[str] = []
+
+    def __torch_dispatch__(self, func: object, types: object, args: tuple = (),
+                           kwargs: dict | None = None) -> object:
+        self.seen.append(str(func))
+        return func(*args, **(kwargs or {}))
+
+
+def test_dispatch_modes_see_the_ops(kernel_device: str) -> None:
+    """Under a Python dispatch mode (what ``make_fx``, ``FlopCounterMode`` and logging modes
+    are) a call goes through the custom ops, which the mode sees, as it sees ``aten._softmax``
+    for torch's softmax; also where an eager call has kept the signature's launch."""
+    model = _Heads(kernel_device)
+    x = torch.randn(5, 33, device=kernel_device, requires_grad=True)
+    dy = torch.randn(5, 33, device=kernel_device)
+    for _ in range(2):  # the second time, every signature is kept
+        with _Ops() as mode:
+            ys = model(x.detach())
+            (dx,) = torch.autograd.grad(ns.softmax(x, 0, temperature=0.5), x, dy)
+        _check_heads(model, x.detach(), ys)
+        assert_close(dx, reference_grad(torch.softmax, x, dy, 0, 0.5), torch.float32)
+        assert {"npu_softmax.softmax.default", "npu_softmax.log_softmax_out.default",
+                "npu_softmax.softmax_.default",
+                "npu_softmax.softmax_backward.default"} <= set(mode.seen), mode.seen
+
+
+def test_make_fx_of_real_tensors(kernel_device: str) -> None:
+    """``make_fx(tracing_mode="real")`` records the custom ops, and its graph runs them on new
+    inputs (it would hold only the outputs' allocations if the kernels ran around the
+    dispatcher)."""
+    model = _Heads(kernel_device)
+    x = torch.randn(6, 37, device=kernel_device)
+    model(x)  # signatures kept
+    graph_module = make_fx(model, tracing_mode="real")(x)
+    assert {torch.ops.npu_softmax.softmax.default,
+            torch.ops.npu_softmax.log_softmax_out.default} <= _targets(graph_module.graph)
+    fresh = torch.randn(6, 37, device=kernel_device)
+    _check_heads(model, fresh, graph_module(fresh))
 
 
 def test_fx_symbolic_trace(kernel_device: str) -> None:
