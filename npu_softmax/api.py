@@ -31,8 +31,9 @@ def softmax(x: torch.Tensor, dim: int = -1, dtype: torch.dtype | None = None, *,
         dtype: output dtype; the input is cast to it first, as torch does. Default ``x.dtype``.
         temperature: a positive finite real number (a Python float or int, or numpy's); the
             kernels multiply each element by ``1 / temperature`` as they load it (float32
-            arithmetic, float64 for float64 output), so it costs no extra pass over memory.
-            ``None`` means 1.
+            arithmetic), so it costs no extra pass over memory. float64 outputs, and
+            temperatures whose reciprocal is not a normal float32, are divided by it first (one
+            more pass). ``None`` means 1. Under ``torch.compile`` a constant of the graph.
         variant: force a kernel variant (``"tile"``, ``"online"``, ``"split"``, ``"cols"``)
             instead of the launcher's choice; for tests and benchmarks.
         out: write the result here and return it: a tensor of ``x``'s shape, the output dtype and
@@ -51,12 +52,14 @@ def softmax(x: torch.Tensor, dim: int = -1, dtype: torch.dtype | None = None, *,
 
     Raises:
         TypeError: ``x``/``out`` is not a tensor, or is sparse, nested or quantized, a dtype is
-            not supported, or ``temperature`` is not a real number (a tensor included).
+            not supported, ``out`` has another dtype than the result, or ``temperature`` is not
+            a real number (a tensor included).
         ValueError: bad ``variant`` or ``temperature`` value, ``variant="tile"`` on rows
             longer than the target's one-block tile, or ``out`` has the wrong shape.
         IndexError: ``dim`` is out of range.
-        RuntimeError: a tensor is on a device the active Triton driver cannot serve, ``out``
-            overlaps ``x`` partially, or ``out`` is used with autograd.
+        RuntimeError: a tensor is on a device the active Triton driver cannot serve, ``out`` is
+            on another device than ``x``, overlaps ``x`` partially or itself (a stride of 0), is
+            an inference tensor outside ``torch.inference_mode()``, or is used with autograd.
     """
     if out is None:
         # A signature seen before skips everything else (see ``eager``); a call that autograd

@@ -22,9 +22,10 @@ def _implicit_dim(name: str, ndim: int) -> int:
 class Softmax(torch.nn.Module):
     """``npu_softmax.softmax(x, dim, temperature=temperature)`` as a module.
 
-    Input: any shape; output: the same shape and dtype, contiguous. ``dim=None`` (what a
-    ``torch.nn.Softmax()`` built without a dim holds, e.g. when its ``dim`` is copied over in a
-    module swap) picks the dim as that module does, with a warning.
+    Input: any shape; output: the same shape and dtype (inside ``torch.autocast``, the dtype
+    torch's softmax returns there), contiguous. ``dim=None`` (what a ``torch.nn.Softmax()``
+    built without a dim holds, e.g. when its ``dim`` is copied over in a module swap) picks the
+    dim as that module does, with a warning.
     """
 
     def __init__(self, dim: int | None = -1, temperature: float | None = None) -> None:
