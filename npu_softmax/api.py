@@ -28,7 +28,8 @@ def softmax(x: torch.Tensor, dim: int = -1, dtype: torch.dtype | None = None, *,
             ``dtype=``.
         dim: the dim to normalise over (an int, or an integer with ``__index__``); negative
             counts from the end.
-        dtype: output dtype; the input is cast to it first, as torch does. Default ``x.dtype``.
+        dtype: output dtype; the input is cast to it first, as torch does (where the cast can
+            round, ``x / temperature`` is). Default ``x.dtype``.
         temperature: a positive finite real number (a Python float or int, or numpy's); the
             kernels multiply each element by ``1 / temperature`` as they load it (float32
             arithmetic), so it costs no extra pass over memory. float64 outputs, and

@@ -90,14 +90,15 @@ ROUND_BF16: tl.constexpr = tl.constexpr(interpreter_enabled())
 
 @triton.jit
 def _out(y, OUT_TY: tl.constexpr):
-    # ``y`` (float32, or float64 for float64 output) converted to the output dtype, rounded to
-    # nearest even. Under the interpreter a bfloat16 output is rounded on the float32 bits:
-    # adding 0x7FFF plus the lowest kept bit carries into the kept half exactly when rounding
-    # up is due (ties to even), and the kept half is the bfloat16, NaN made a quiet NaN. Compiled
-    # kernels leave it to the conversion, which rounds so already.
+    # ``y`` (float32, or float64 where the arithmetic is float64) converted to the output
+    # dtype, rounded to nearest even. Under the interpreter a bfloat16 output is rounded on the
+    # float32 bits: adding 0x7FFF plus the lowest kept bit carries into the kept half exactly
+    # when rounding up is due (ties to even), and the kept half is the bfloat16, NaN made a
+    # quiet NaN (a float64 ``y``, a gradient of a float64 output, rounds to float32 first).
+    # Compiled kernels leave it to the conversion, which rounds so already.
     if ROUND_BF16:
         if OUT_TY == tl.bfloat16:
-            bits = y.to(tl.uint32, bitcast=True)
+            bits = y.to(tl.float32).to(tl.uint32, bitcast=True)
             half = tl.where(y == y, (bits + 0x7FFF + ((bits >> 16) & 1)) >> 16, 0x7FC0)
             return half.to(tl.uint16).to(tl.bfloat16, bitcast=True)
     return y.to(OUT_TY)

@@ -99,6 +99,14 @@ def _divided(t: Tensor, temperature: float) -> Tensor:
     return q
 
 
+def _cast_scaled(x: Tensor, dtype: torch.dtype, temperature: float) -> Tensor:
+    """``(x / temperature).to(dtype)``: the input of ``torch.softmax(x / temperature,
+    dtype=dtype)`` where the cast can round (``_cast_first``). Divided in ``x``'s arithmetic
+    first (``_divided``), so logits the division brings into ``dtype``'s range are not cast to
+    inf on the way (float32 70000 at temperature 1000 into float16), and rounded once."""
+    return x.to(dtype) if temperature == 1.0 else _divided(x, temperature).to(dtype)
+
+
 def forward_into(x: Tensor, y: Tensor, dim: int, temperature: float, log: bool,
                  variant: Optional[str]) -> Optional[launcher.Launch]:
     """Write ``softmax(x / temperature)`` (``log_softmax`` with ``log``) along ``dim`` into ``y``.
@@ -111,23 +119,28 @@ def forward_into(x: Tensor, y: Tensor, dim: int, temperature: float, log: bool,
     """
     if y.numel() == 0:
         return None
+    if _cast_first(x.dtype, y.dtype):
+        # The kernels only widen on load; a cast that can round is torch's, on the input
+        # divided by the temperature, as torch.softmax(x / temperature, dtype=dtype) does.
+        x, temperature = _cast_scaled(x, y.dtype, temperature), 1.0
+        as_given = False
+    else:
+        as_given = True
     if not launcher.serves(x.device):
         # torch, in the kernels' arithmetic (float32; float64 for float64 output) and rounded
         # once to the output dtype, as the kernels do: ``/ temperature`` in a 2-byte dtype
         # rounds the scaled input (bfloat16 at temperature 0.7: 8.8% off on the CPU), and
-        # torch's own 2-byte CPU softmax rounds on the way (bfloat16 over dim 1: two ulps).
+        # torch's own 2-byte CPU softmax rounds on the way (bfloat16 over dim 1: two ulps). A
+        # true division (``_divided``): torch would round 1e39 to a float32 inf, 3e-45 to 4e-45.
         fn = torch.log_softmax if log else torch.softmax
-        y.copy_(fn(x.to(y.dtype).to(launcher.acc_dtype(y.dtype)) / temperature, dim))
+        x = x.to(y.dtype)
+        y.copy_(fn(x.to(launcher.acc_dtype(y.dtype)) if temperature == 1.0
+                   else _divided(x, temperature), dim))
         return None
-    as_given = True
     if x.is_neg():
         # A view whose values are its memory negated (``z.conj().imag``): the kernels read
         # memory, so they read a copy of its values.
         x, as_given = x.resolve_neg(), False
-    if _cast_first(x.dtype, y.dtype):
-        # The kernels only widen on load; a narrowing dtype= rounds in torch first, as
-        # torch.softmax does.
-        x, as_given = x.to(y.dtype), False
     if not _fp32_scale_ok(y.dtype, temperature):
         x, temperature, as_given = _divided(x.to(y.dtype), temperature), 1.0, False
     xv, yv = _as_rows(x), _as_rows(y)
@@ -200,8 +213,8 @@ def _backward(grad: Tensor, output: Tensor, dim: int, input_dtype: torch.dtype,
         # torch, in the kernels' arithmetic and rounded once, as ``forward_into``'s fallback.
         fn = torch._log_softmax_backward_data if log else torch._softmax_backward_data
         acc = launcher.acc_dtype(torch.promote_types(input_dtype, output.dtype))
-        dx = fn(grad.to(acc), output.to(acc), dim, acc) / temperature
-        return dx.to(input_dtype), None
+        dx = fn(grad.to(acc), output.to(acc), dim, acc)
+        return (dx if temperature == 1.0 else _divided(dx, temperature)).to(input_dtype), None
     # y and dx share strides in the kernels; the forward's output is contiguous already.
     y = output.contiguous()
     exact = _fp32_scale_ok(y.dtype, temperature)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import os
 from typing import Callable
 
 import torch
@@ -19,10 +20,18 @@ def time_ms(fn: Callable[[], object], warmup_ms: int = 25, rep_ms: int = 100) ->
     """Median milliseconds of one ``fn()`` on the active device, timed with device events.
 
     ``triton.testing.do_bench`` on every target: triton-ascend's version times with
-    ``torch.npu`` events like upstream's with CUDA events. (triton-ascend's ``do_bench_npu``
-    profiles kernels instead, but its signature and units change between releases.)
+    ``torch.npu`` events like upstream's with CUDA events. Under ``TRITON_BENCH_METHOD=npu``
+    triton-ascend 3.2's ``do_bench`` hands over to its profiler (``do_bench_npu``), which returns
+    the mean of the first profiled op in microseconds (one kernel of a two-kernel call, and not
+    milliseconds), so the variable is set aside while this times.
     """
-    return float(triton.testing.do_bench(fn, warmup=warmup_ms, rep=rep_ms, return_mode="median"))
+    method = os.environ.pop("TRITON_BENCH_METHOD", None)
+    try:
+        return float(triton.testing.do_bench(fn, warmup=warmup_ms, rep=rep_ms,
+                                             return_mode="median"))
+    finally:
+        if method is not None:
+            os.environ["TRITON_BENCH_METHOD"] = method
 
 
 def inputs(x: torch.Tensor, pool_bytes: int = POOL_BYTES) -> Callable[[], torch.Tensor]:

@@ -26,6 +26,20 @@ TOLERANCES: dict[torch.dtype, tuple[float, float]] = {
     torch.bfloat16: (4.5e-3, 1e-7),
     torch.float64: (1e-10, 1e-14),
 }
+
+def compile_backend(device: str) -> str:
+    """The ``torch.compile`` backend the tests use on ``device``: inductor, but ``aot_eager``
+    on an NPU, where inductor's code for the ops around npu_softmax is torch_npu's backend,
+    which this suite does not test (``aot_eager`` still traces the custom ops through their
+    fake kernels and autograd, as inductor does)."""
+    return "aot_eager" if device == "npu" else "inductor"
+
+
+#: Why a test skips running maxima per lane (``Backend.stat_lanes``) on an NPU: Ascend never
+#: plans them, and float32 lanes of its 8192-element chunks overflow the unified buffer at
+#: compile time.
+LANES_ON_ASCEND = "running maxima per lane are a CUDA plan; on Ascend they overflow the UB"
+
 #: (atol, rtol) of a log-probability or gradient of each dtype, against float64.
 TOL = {
     torch.float64: (1e-10, 1e-10),
@@ -38,11 +52,21 @@ DTYPES = list(TOL)
 VARIANTS = [None, "tile", "online", "split", "cols"]
 
 
+_FLOATS = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
+
+
 def reference(x: torch.Tensor, dim: int, log: bool = False, temperature: float = 1.0,
               dtype: torch.dtype | None = None) -> torch.Tensor:
-    """torch's (log-)softmax of ``x / temperature`` in float64 on the CPU, after the cast to
-    ``dtype`` that ``torch.softmax(x, dim, dtype=dtype)`` makes first."""
-    x64 = x.detach().cpu().to(dtype or x.dtype).double() / temperature
+    """torch's (log-)softmax of ``x / temperature`` with ``dtype=dtype``, in float64 on the
+    CPU: ``x / temperature`` cast to ``dtype`` first where that cast can round (integers,
+    float8, a narrower float, float16 <-> bfloat16), as ``torch.softmax(x / temperature, dim,
+    dtype=dtype)`` does; a widening ``dtype`` changes no value."""
+    x = x.detach().cpu()
+    if dtype is not None and (x.dtype not in _FLOATS or torch.promote_types(x.dtype, dtype)
+                              != dtype):
+        x64 = (x.double() / temperature).to(dtype).double()
+    else:
+        x64 = x.double() / temperature
     return torch.log_softmax(x64, dim) if log else torch.softmax(x64, dim)
 
 

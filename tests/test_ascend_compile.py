@@ -26,6 +26,12 @@ from npu_softmax.layout import row_layout  # noqa: E402
 if _compat.interpreter_enabled():
     # conftest.py turns the interpreter on where no device is; compiling needs the real JIT.
     pytest.skip("compiles kernels: run with TRITON_INTERPRET=0", allow_module_level=True)
+if _compat.current_target() is not None:
+    # The offline check stops at bishengir (no CANN) and, to do so, patches triton-ascend's
+    # target chip, compiler path and cache in this process: on a host with a device the suite
+    # compiles and runs every kernel for real instead.
+    pytest.skip("the offline compile check is for machines without an NPU",
+                allow_module_level=True)
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "scripts"))
 import compile_ascend  # noqa: E402

@@ -4,10 +4,18 @@ from __future__ import annotations
 
 import pytest
 import torch
-from _ref import assert_close, assert_softmax_close, autocast_or_skip, reference, reference_grad
+from _ref import (
+    assert_close,
+    assert_softmax_close,
+    autocast_or_skip,
+    compile_backend,
+    reference,
+    reference_grad,
+)
 
 import npu_softmax as ns
 from npu_softmax import eager, launcher, ops
+from npu_softmax.checks import supported_dtypes
 
 
 @pytest.fixture(autouse=True)
@@ -20,7 +28,9 @@ def test_opcheck(kernel_device: str) -> None:
     x = torch.randn(5, 37, device=kernel_device, requires_grad=True)
     for op in (ops.softmax, ops.log_softmax):
         torch.library.opcheck(op, (x, 1, None, 0.5, None))
-        torch.library.opcheck(op, (x.detach().t(), 0, torch.float64, 1.0, "online"))
+        wide = (torch.float64 if torch.float64 in supported_dtypes(torch.device(kernel_device))
+                else torch.float16)
+        torch.library.opcheck(op, (x.detach().t(), 0, wide, 1.0, "online"))
     y = ops.softmax(x.detach(), 1, None, 1.0, None)
     for op in (ops.softmax_backward, ops.log_softmax_backward):
         torch.library.opcheck(op, (torch.randn_like(y), y, 1, torch.float32, 2.0, None))
@@ -80,7 +90,7 @@ def test_compile_fullgraph(kernel_device: str) -> None:
     def f(x: torch.Tensor, temperature: float) -> torch.Tensor:
         return ns.softmax(x * 2, -1, temperature=temperature) + ns.log_softmax(x, 0).exp()
 
-    compiled = torch.compile(f, fullgraph=True)
+    compiled = torch.compile(f, fullgraph=True, backend=compile_backend(kernel_device))
     x = torch.randn(8, 33, device=kernel_device, requires_grad=True)
     xe = x.detach().clone().requires_grad_()
     for temperature in (0.7, 1.3):  # the second call may trace temperature symbolically
@@ -99,7 +109,7 @@ def test_compile_fullgraph_out_in_place_and_modules(kernel_device: str) -> None:
         ns.softmax_(inplace, -1)
         return out, inplace, ns.Softmax(dim=None)(x), ns.LogSoftmax(dim=None)(x[0])
 
-    compiled = torch.compile(f, fullgraph=True)
+    compiled = torch.compile(f, fullgraph=True, backend=compile_backend(kernel_device))
     x = torch.randn(7, 45, device=kernel_device)
     out, inplace, implicit, implicit_log = compiled(x, torch.full_like(x, float("nan")))
     assert_close(out, reference(x, 0, log=True, temperature=0.5), torch.float32)
@@ -113,7 +123,8 @@ def test_compile_under_autocast(kernel_device: str) -> None:
     own: float32 on CUDA), with no graph break."""
     fast_dtype = torch.bfloat16
     autocast = autocast_or_skip(kernel_device, fast_dtype)
-    compiled = torch.compile(lambda t: ns.log_softmax(t, -1), fullgraph=True)
+    compiled = torch.compile(lambda t: ns.log_softmax(t, -1), fullgraph=True,
+                             backend=compile_backend(kernel_device))
     x = torch.randn(6, 129, device=kernel_device, dtype=fast_dtype)
     with autocast:
         y, eager_y = compiled(x), ns.log_softmax(x, -1)
@@ -138,16 +149,16 @@ class _Attention(torch.nn.Module):
 def test_compiled_attention_block(kernel_device: str) -> None:
     model = _Attention(24).to(kernel_device)
     x = torch.randn(2, 19, 24, device=kernel_device)
-    compiled = torch.compile(model, fullgraph=True)
+    compiled = torch.compile(model, fullgraph=True, backend=compile_backend(kernel_device))
     out = compiled(x)
     out.sum().backward()
     grads = [p.grad.clone() for p in model.parameters()]
     model.zero_grad()
-    # The same block with torch's softmax, in float64, as the reference.
-    ref = _Attention(24).to(kernel_device).double()
+    # The same block with torch's softmax, in float64 on the CPU, as the reference.
+    ref = _Attention(24).double()
     ref.load_state_dict(model.state_dict())
     ref.softmax = torch.nn.Softmax(dim=-1)
-    expected = ref(x.double())
+    expected = ref(x.cpu().double())
     expected.sum().backward()
     assert_close(out, expected, torch.float32, scale=10)
     for g, p in zip(grads, ref.parameters()):

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 import torch
-from _ref import assert_close, assert_softmax_close, reference, reference_grad
+from _ref import assert_close, assert_softmax_close, compile_backend, reference, reference_grad
 
 import npu_softmax
 from npu_softmax import eager, launcher
@@ -110,7 +110,7 @@ def test_compiled_on_the_other_device(kernel_device: str) -> None:
     def f(t: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         return npu_softmax.softmax(t, -1, temperature=0.8), npu_softmax.log_softmax(t, 0)
 
-    compiled = torch.compile(f, fullgraph=True)
+    compiled = torch.compile(f, fullgraph=True, backend=compile_backend(kernel_device))
     for shape in ((64, 1000), (33, 5001)):
         x = torch.randn(shape, device=other)
         probs, logp = compiled(x)

@@ -12,6 +12,7 @@ from _ref import (
     DTYPES,
     VARIANTS,
     assert_close,
+    assert_softmax_close,
     autocast_or_skip,
     check_tile_refusal,
     reference,
@@ -56,6 +57,8 @@ def test_tile_head_and_tail(device: str, name: str, tail: bool, dtype: torch.dty
     tail (``Backend.tail_block``), each forced whatever the target's rule; out= poisoned with
     NaN, so an element neither block writes fails. 300 = 256 + 64; 4352 = 4096 + 256 (several
     rows a tile under the interpreter, one on GPUs); 9000 = 8192 + 1024."""
+    if not launcher.serves(torch.device(device)):
+        pytest.skip("forces the kernels' plans: CPU tensors take torch's softmax here")
     fn, _, log = FUNCS[name]
     n_cols = shape[1]
     head = triton.next_power_of_2(n_cols) // 2
@@ -118,15 +121,20 @@ def test_temperatures_whose_reciprocal_is_not_a_normal_float32(device: str, name
     small[1] = 0
     small[2, :7] = small[2].max()
     large = (torch.randn(5, 70, device=device) * 1e38).requires_grad_()
-    for x, t in ((small, 1e-39), (large, 1e38)):
+    # A float32 1e39 is inf and a float32 3e-45 is 4.2e-45: torch's x / t would round them so.
+    tiny = torch.randn(5, 70, device=device) * 1e-8  # / 3e-45: at most about 2e37
+    for x, t in ((small, 1e-39), (large, 1e38), (large, 1e39), (tiny, 3e-45)):
         expected = reference(x, -1, log, t)
-        # x / t rounds to float32 before the max is subtracted: log-probabilities near 0 keep
-        # an error of an ulp or two of the largest |x / t| (about 1e36 at 1e-39).
-        atol = 2e-6 + 2**-22 * x.detach().abs().max().item() / t
         out = torch.full_like(x, math.nan, requires_grad=False)
         fn(x.detach(), -1, temperature=t, variant=variant, out=out)
         for y in (fn(x, -1, temperature=t, variant=variant), out,
                   fn_(x.detach().clone(), -1, temperature=t, variant=variant)):
+            if not log:
+                assert_softmax_close(y, expected, f"temperature {t}")
+                continue
+            # x / t rounds to float32 before the max is subtracted: log-probabilities near 0
+            # keep an error of an ulp or two of the largest |x / t| (about 1e36 at 1e-39).
+            atol = 2e-6 + 2**-22 * x.detach().abs().max().item() / t
             torch.testing.assert_close(y.detach().cpu().double(), expected, rtol=1e-5,
                                        atol=atol, equal_nan=True)
     dy = torch.randn(5, 70, device=device)
@@ -230,6 +238,45 @@ def test_float8_inputs_take_a_dtype(device: str, name: str) -> None:
             assert_close(fn(x, -1, dtype=dtype), reference(x, -1, log, dtype=dtype), dtype)
         with pytest.raises(TypeError, match="not supported"):
             fn(x, -1)
+
+
+@pytest.mark.parametrize("name", FUNCS)
+def test_temperature_divides_before_a_narrowing_dtype(device: str, name: str) -> None:
+    """``torch.softmax(x / t, dtype=dtype)`` divides, then casts: float32 logits past float16's
+    range that the temperature brings into it are not cast to inf first, and the scaled logits
+    are what the cast rounds (integers too); forward and out=."""
+    fn, _, log = FUNCS[name]
+    x = torch.randn(6, 40, device=device) * 3000 + 60000
+    x[0, 0] = 70000  # inf in float16
+    ints = torch.randint(-3000, 3000, (3, 50), device=device)
+    for src, dtype, t in ((x, torch.float16, 1000.0), (x, torch.bfloat16, 700.0),
+                          (ints, torch.float16, 7.0)):
+        expected = reference(src, -1, log, t, dtype)
+        out = torch.full(src.shape, math.nan, dtype=dtype, device=device)
+        fn(src, -1, dtype, temperature=t, out=out)
+        for y in (fn(src, -1, dtype, temperature=t), out):
+            assert y.dtype == dtype
+            if log:
+                assert_close(y, expected, dtype)
+            else:
+                assert_softmax_close(y, expected, f"{src.dtype} -> {dtype}")
+
+
+@pytest.mark.parametrize("name", FUNCS)
+@pytest.mark.parametrize("src", [torch.bfloat16, torch.float16])
+def test_gradient_of_a_widening_dtype(device: str, name: str, src: torch.dtype) -> None:
+    """A 2-byte input with ``dtype=`` float64 (float32 where float64 is not served): the
+    gradient has the input's dtype, from the wider arithmetic, at a temperature too."""
+    fn, _, log = FUNCS[name]
+    torch_fn = torch.log_softmax if log else torch.softmax
+    wide = (torch.float64 if torch.float64 in supported_dtypes(torch.device(device))
+            else torch.float32)
+    x = (torch.randn(5, 70, device=device) * 3).to(src).requires_grad_()
+    dy = torch.randn(5, 70, device=device, dtype=wide)
+    for t in (1.0, 0.7):
+        (dx,) = torch.autograd.grad(fn(x, -1, wide, temperature=t), x, dy)
+        assert dx.dtype == src
+        assert_close(dx, reference_grad(torch_fn, x, dy, -1, t), src)
 
 
 def test_dtype_argument(device: str) -> None:

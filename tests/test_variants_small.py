@@ -10,7 +10,7 @@ import pytest
 import torch
 import triton
 import triton.language as tl
-from _ref import assert_softmax_close, reference
+from _ref import LANES_ON_ASCEND, assert_softmax_close, reference
 
 from npu_softmax import eager, kernels, launcher, softmax
 from npu_softmax.layout import row_layout
@@ -32,11 +32,11 @@ def test_variant_matches_torch(kernel_device: str, variant: str, dtype: torch.dt
     # largest exp overflows (``temperature`` < 1) or underflows to 0 (> 1).
     x = (torch.randn(shape, dtype=torch.float32) * 4 + offset).to(dtype).to(kernel_device)
     y = softmax(x, variant=variant, temperature=temperature)
-    ref = torch.softmax(x.double() / temperature, -1)
+    ref = torch.softmax(x.cpu().double() / temperature, -1)
     assert y.dtype == dtype and y.shape == x.shape
     # float32 rounds x / temperature to a few 2**-24 of its size, an error the exp keeps.
     rtol = TOL[dtype] + offset / temperature * 2**-22
-    torch.testing.assert_close(y.double(), ref, atol=TOL[dtype], rtol=rtol)
+    torch.testing.assert_close(y.cpu().double(), ref, atol=TOL[dtype], rtol=rtol)
 
 
 @pytest.mark.parametrize("variant", ["tile", "online", "split"])
@@ -46,7 +46,8 @@ def test_strided_view_and_inf_rows(kernel_device: str, variant: str) -> None:
     x[0, :, 1] = float("-inf")  # a whole row of -inf: torch gives NaN
     x[1, 3, 2] = float("inf")
     y = softmax(x, dim=1, variant=variant)
-    torch.testing.assert_close(y.double(), torch.softmax(x.double(), 1), equal_nan=True)
+    torch.testing.assert_close(y.cpu().double(), torch.softmax(x.cpu().double(), 1),
+                               equal_nan=True)
 
 
 @pytest.mark.parametrize("lanes", [0, 1, 16, 512, 2048])
@@ -60,6 +61,8 @@ def test_online_first_pass_with_any_running_maxima(kernel_device: str,
     chunks (``Backend.stat_lanes``; chunks here hold 2048 elements or more), on rows read
     from their aligned body (3000) or whole (4096), with the row's max in a later chunk than
     a lane's, -inf, +inf and NaN entries, and a row of -inf alone."""
+    if lanes and kernel_device == "npu":
+        pytest.skip(LANES_ON_ASCEND)
     monkeypatch.setattr(type(launcher.backend()), "stat_lanes",
                         lambda self, plan, itemsize: lanes)
     monkeypatch.setattr(eager, "_calls", {})
@@ -118,7 +121,7 @@ def test_bfloat16_outputs_round_to_nearest_even(kernel_device: str) -> None:
                                     1.01171875, 3.4028235e38])]).to(kernel_device)
     y = torch.empty(x.shape, dtype=torch.bfloat16, device=kernel_device)
     _bfloat16_out_kernel[(triton.cdiv(x.numel(), 1024),)](x, y, x.numel(), BLOCK=1024)
-    want = x.bfloat16()
+    want, y = x.cpu().bfloat16(), y.cpu()  # torch's CPU rounding as the reference
     assert torch.equal(y.isnan(), want.isnan())
     same = y.view(torch.int16) == want.view(torch.int16)
     assert bool((same | want.isnan()).all()), x[~same & ~want.isnan()][:8]
