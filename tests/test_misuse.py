@@ -38,7 +38,10 @@ def test_non_float_input_with_dtype_works(device: str, dtype: torch.dtype) -> No
 @pytest.mark.parametrize("dtype", [torch.complex64, torch.complex128])
 def test_complex_input(device: str, dtype: torch.dtype) -> None:
     """Complex tensors are rejected with or without dtype=; the message names the dtype."""
-    x = torch.ones(3, 4, dtype=dtype, device=device)
+    try:
+        x = torch.ones(3, 4, dtype=dtype, device=device)
+    except (RuntimeError, TypeError):
+        pytest.skip(f"no {dtype} tensors on {device}")  # some NPUs have no complex128
     with pytest.raises(TypeError, match=rf"got {dtype}"):
         npu_softmax.softmax(x)
     with pytest.raises(TypeError, match=rf"complex tensors are not supported, got {dtype}"):

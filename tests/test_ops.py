@@ -366,7 +366,10 @@ def test_negated_views(device: str, name: str) -> None:
         z = torch.randn(4, 33, dtype=torch.complex64, device=device) * 3
         return z.conj().imag
 
-    x = negated()
+    try:
+        x = negated()
+    except (RuntimeError, TypeError):
+        pytest.skip(f"no complex64 tensors on {device}")
     assert x.is_neg()
     for _ in range(2):  # a first and a repeated call of one signature
         assert_close(fn(x, -1), reference(x.resolve_neg(), -1, log), torch.float32)
