@@ -86,9 +86,12 @@ def _divided(t: Tensor, temperature: float) -> Tensor:
     float32 1e-39 is subnormal, 20 bits; so ``t`` is divided by ``temperature``'s mantissa in
     [1, 2) (a 0-d tensor: no overflow), then scaled by its power of two in steps float32
     holds, which is exact (beyond 2**300 either way every float32 quotient is already inf or
-    0, beyond 2**2100 every float64 one).
+    0, beyond 2**2100 every float64 one). Temperature 1 divides nothing: ``t`` in that
+    arithmetic.
     """
     acc = launcher.acc_dtype(t.dtype)
+    if temperature == 1.0:
+        return t.to(acc)
     mantissa, exponent = math.frexp(temperature)
     q = t.to(acc) / torch.full((), 2 * mantissa, dtype=acc, device=t.device)
     most = 2100 if acc == torch.float64 else 300
@@ -133,9 +136,7 @@ def forward_into(x: Tensor, y: Tensor, dim: int, temperature: float, log: bool,
         # torch's own 2-byte CPU softmax rounds on the way (bfloat16 over dim 1: two ulps). A
         # true division (``_divided``): torch would round 1e39 to a float32 inf, 3e-45 to 4e-45.
         fn = torch.log_softmax if log else torch.softmax
-        x = x.to(y.dtype)
-        y.copy_(fn(x.to(launcher.acc_dtype(y.dtype)) if temperature == 1.0
-                   else _divided(x, temperature), dim))
+        y.copy_(fn(_divided(x.to(y.dtype), temperature), dim))
         return None
     if x.is_neg():
         # A view whose values are its memory negated (``z.conj().imag``): the kernels read
@@ -214,7 +215,7 @@ def _backward(grad: Tensor, output: Tensor, dim: int, input_dtype: torch.dtype,
         fn = torch._log_softmax_backward_data if log else torch._softmax_backward_data
         acc = launcher.acc_dtype(torch.promote_types(input_dtype, output.dtype))
         dx = fn(grad.to(acc), output.to(acc), dim, acc)
-        return (dx if temperature == 1.0 else _divided(dx, temperature)).to(input_dtype), None
+        return _divided(dx, temperature).to(input_dtype), None
     # y and dx share strides in the kernels; the forward's output is contiguous already.
     y = output.contiguous()
     exact = _fp32_scale_ok(y.dtype, temperature)
