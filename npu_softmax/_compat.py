@@ -34,15 +34,26 @@ except ImportError:  # triton-ascend 3.2: kernels only call these under a False 
 #: subnormal results, three more instructions an element). triton-ascend (its ``ascend``
 #: backend) keeps ``tl.exp``, its vector unit's own.
 EXP_AS_EXP2 = importlib.util.find_spec("triton.backends.ascend") is None
-#: Whether the row and tile kernels keep a 2-byte block as loaded until they use it
-#: (``kernels._hold``). Upstream Triton then holds it in half the registers, so more rows fit an
-#: SM at once; triton-ascend, with nothing measured on its unified buffer, widens it at once.
-HOLD_AS_LOADED = EXP_AS_EXP2
 
 
 def interpreter_enabled() -> bool:
     """True when Triton runs kernels in its CPU interpreter (``TRITON_INTERPRET=1`` at import)."""
     return os.environ.get("TRITON_INTERPRET", "0").lower() in ("1", "true", "on")
+
+
+def _interpreter_lacks_bf16_constants() -> bool:
+    # Upstream Triton's interpreter before 3.9 (3.2-3.8) has no ``get_bf16``: a float constant
+    # meeting a bfloat16 block (``tl.where(mask, held, -inf)``) raises AttributeError there.
+    from triton.runtime.interpreter import InterpreterBuilder
+
+    return not hasattr(InterpreterBuilder, "get_bf16")
+
+
+#: Whether the row and tile kernels keep a 2-byte block as loaded until they use it
+#: (``kernels._hold``). Upstream Triton then holds it in half the registers, so more rows fit an
+#: SM at once; triton-ascend, with nothing measured on its unified buffer, widens it at once, and
+#: so do interpreters with no bfloat16 constants (the same values; registers mean nothing there).
+HOLD_AS_LOADED = EXP_AS_EXP2 and not (interpreter_enabled() and _interpreter_lacks_bf16_constants())
 
 
 def current_target() -> Any | None:
