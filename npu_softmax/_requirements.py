@@ -9,12 +9,16 @@ surfaces later still, as a device the active driver cannot serve.
 
 from __future__ import annotations
 
+import os
 import re
 import warnings
 from importlib import metadata
 
 #: Oldest Triton the kernels are written for (triton-ascend 3.2.0; upstream is 3.6+).
 MIN_TRITON = (3, 2)
+#: First Triton whose CPU interpreter runs on numpy 2.4+ (older ones, triton-ascend 3.2.0 too,
+#: take ``int()`` of a one-element array, which numpy 2.4 refuses, in every persistent loop).
+INTERPRETER_NUMPY_FIX = (3, 7)
 
 INSTALL_HINT = (
     "install Triton for your device: `pip install 'triton>=3.6'` for NVIDIA GPUs or the CPU "
@@ -70,3 +74,22 @@ def require_triton() -> None:
     if found is None or (int(found[1]), int(found[2])) < MIN_TRITON:
         raise ImportError(f"npu_softmax needs Triton >= {'.'.join(map(str, MIN_TRITON))}, "
                           f"found triton {version}; {INSTALL_HINT}")
+    if (int(found[1]), int(found[2])) < INTERPRETER_NUMPY_FIX:
+        _require_interpreter_numpy(version)
+
+
+def _require_interpreter_numpy(triton_version: str) -> None:
+    # Under TRITON_INTERPRET=1 (read as _compat.interpreter_enabled does), with numpy 2.4+, fail
+    # here rather than as an InterpreterError inside the first kernel.
+    if os.environ.get("TRITON_INTERPRET", "0").lower() not in ("1", "true", "on"):
+        return
+    try:
+        import numpy
+    except ImportError:  # the interpreter's own import says so
+        return
+    found = re.match(r"(\d+)\.(\d+)", numpy.__version__)
+    if found is not None and (int(found[1]), int(found[2])) >= (2, 4):
+        raise ImportError(f"Triton {triton_version}'s CPU interpreter (TRITON_INTERPRET=1) fails "
+                          f"on numpy {numpy.__version__}, which refuses int() of a one-element "
+                          "array (triton-lang/triton#9171, fixed in Triton 3.7): `pip install "
+                          "'numpy<2.4'`, or a Triton >= 3.7 where no torch pins an older one")

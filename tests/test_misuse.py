@@ -289,3 +289,28 @@ def test_import_without_usable_triton_says_what_to_install(tmp_path: Path, case:
     assert last.startswith("ImportError: npu_softmax needs Triton"), done.stderr
     assert problem in last
     assert "pip install 'triton>=3.6'" in last and "triton-ascend==3.2.0" in last
+
+
+@pytest.mark.parametrize(("triton_version", "numpy_version", "interpret", "refused"), [
+    ("3.6.0", "2.4.0", "1", True), ("3.2.0", "2.5.1", "true", True),
+    ("3.7.0", "2.4.0", "1", False), ("3.6.0", "2.3.5", "1", False),
+    ("3.6.0", "2.4.0", "0", False)])
+def test_old_interpreter_with_numpy_2_4_says_what_to_install(
+        triton_version: str, numpy_version: str, interpret: str, refused: bool) -> None:
+    """Triton's interpreter before 3.7 fails on numpy 2.4+ in every kernel (an ``int()`` of a
+    one-element array, triton-lang/triton#9171): under ``TRITON_INTERPRET`` such a pair is
+    refused at ``import npu_softmax``, naming both fixes; anything else imports. This
+    Triton and numpy report the versions given."""
+    done = _run_python(f"""
+        import numpy, triton
+        triton.__version__, numpy.__version__ = {triton_version!r}, {numpy_version!r}
+        import npu_softmax
+    """, env={"TRITON_INTERPRET": interpret})
+    if not refused:
+        assert done.returncode == 0, done.stderr
+        return
+    assert done.returncode != 0
+    last = done.stderr.strip().splitlines()[-1]
+    assert last.startswith(f"ImportError: Triton {triton_version}'s CPU interpreter"), done.stderr
+    assert f"numpy {numpy_version}" in last and "pip install 'numpy<2.4'" in last
+    assert "Triton >= 3.7" in last
