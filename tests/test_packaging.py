@@ -7,6 +7,7 @@ import shutil
 import subprocess
 import sys
 import tarfile
+import textwrap
 from pathlib import Path
 
 import pytest
@@ -31,19 +32,52 @@ def test_no_extra_installs_triton_ascend_beside_upstream_triton() -> None:
         assert "triton-ascend" not in _names(requirements), extra
 
 
-def test_sdist_carries_the_runnable_suite(tmp_path: Path) -> None:
-    """The sdist (what ``pip download --no-binary`` and distro builds unpack and test) holds
-    every module and ``cuda_start.c``, and the test suite with what it imports: conftest, the
-    helpers and the scripts ``test_bench``/``test_ascend_compile`` load."""
-    pytest.importorskip("setuptools.build_meta")
+def _build(tmp_path: Path, hook: str) -> tuple[Path, subprocess.CompletedProcess]:
+    # setuptools' build hook ``hook`` run on a copy of the source tree, into ``dist``, with its
+    # deprecation warnings as errors: what pip's isolated build will refuse once they fall due.
     root = PYPROJECT.parent
     copy = tmp_path / "src"
     shutil.copytree(root, copy, ignore=shutil.ignore_patterns(
         ".git", ".venv*", ".whl", ".ci-cache", ".*_cache", ".hypothesis", "__pycache__",
         "*.egg-info", "build", "dist"))
-    done = subprocess.run([sys.executable, "-c", "from setuptools import build_meta; "
-                           "print(build_meta.build_sdist('dist'))"], cwd=copy,
-                          capture_output=True, text=True, timeout=300)
+    done = subprocess.run([sys.executable, "-c", textwrap.dedent(f"""
+        import os
+        import warnings
+        from setuptools import build_meta
+        from setuptools.warnings import SetuptoolsDeprecationWarning
+        warnings.simplefilter("error", SetuptoolsDeprecationWarning)
+        os.makedirs("dist")
+        print(build_meta.{hook}("dist"))
+    """)], cwd=copy, capture_output=True, text=True, timeout=300)
+    return copy, done
+
+
+def _setuptools_for_the_build() -> None:
+    # The build-system requirement in pyproject.toml (SPDX license expressions): skip with an
+    # older setuptools, which pip's isolated build would replace.
+    setuptools = pytest.importorskip("setuptools")
+    if int(re.match(r"\d+", setuptools.__version__)[0]) < 77:
+        pytest.skip(f"setuptools {setuptools.__version__} is older than the build requires")
+
+
+def test_build_has_no_setuptools_deprecation(tmp_path: Path) -> None:
+    """The metadata builds with no setuptools deprecation (the ``license`` table form is one,
+    which stops building on setuptools releases after 2027-02-18), and names the license as
+    an SPDX expression."""
+    _setuptools_for_the_build()
+    copy, done = _build(tmp_path, "prepare_metadata_for_build_wheel")
+    assert done.returncode == 0, done.stderr
+    metadata = (copy / "dist" / done.stdout.split()[-1] / "METADATA").read_text()
+    assert "License-Expression: Apache-2.0" in metadata.splitlines()
+
+
+def test_sdist_carries_the_runnable_suite(tmp_path: Path) -> None:
+    """The sdist (what ``pip download --no-binary`` and distro builds unpack and test) holds
+    every module and ``cuda_start.c``, and the test suite with what it imports: conftest, the
+    helpers and the scripts ``test_bench``/``test_ascend_compile`` load."""
+    _setuptools_for_the_build()
+    root = PYPROJECT.parent
+    copy, done = _build(tmp_path, "build_sdist")
     assert done.returncode == 0, done.stderr
     with tarfile.open(copy / "dist" / done.stdout.split()[-1]) as sdist:
         names = {name.split("/", 1)[1] for name in sdist.getnames() if "/" in name}
