@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 import torch
+import torch.utils.checkpoint  # not an attribute of torch.utils until imported (torch 2.4)
 from _ref import DTYPES, VARIANTS, assert_close, reference_grad
 
 import npu_softmax as ns
