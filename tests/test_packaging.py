@@ -63,18 +63,20 @@ def _setuptools_for_the_build() -> None:
 def test_build_has_no_setuptools_deprecation(tmp_path: Path) -> None:
     """The metadata builds with no setuptools deprecation (the ``license`` table form is one,
     which stops building on setuptools releases after 2027-02-18), and names the license as
-    an SPDX expression."""
+    an SPDX expression and its text's file."""
     _setuptools_for_the_build()
     copy, done = _build(tmp_path, "prepare_metadata_for_build_wheel")
     assert done.returncode == 0, done.stderr
     metadata = (copy / "dist" / done.stdout.split()[-1] / "METADATA").read_text()
     assert "License-Expression: Apache-2.0" in metadata.splitlines()
+    assert "License-File: LICENSE" in metadata.splitlines()
 
 
 def test_sdist_carries_the_runnable_suite(tmp_path: Path) -> None:
     """The sdist (what ``pip download --no-binary`` and distro builds unpack and test) holds
-    every module and ``cuda_start.c``, and the test suite with what it imports: conftest, the
-    helpers and the scripts ``test_bench``/``test_ascend_compile`` load."""
+    every module, ``cuda_start.c`` and the license text, and the test suite with what it
+    imports: conftest, the helpers and the scripts ``test_bench``/``test_ascend_compile``
+    load."""
     _setuptools_for_the_build()
     root = PYPROJECT.parent
     copy, done = _build(tmp_path, "build_sdist")
@@ -83,5 +85,5 @@ def test_sdist_carries_the_runnable_suite(tmp_path: Path) -> None:
         names = {name.split("/", 1)[1] for name in sdist.getnames() if "/" in name}
     needed = {str(p.relative_to(root)) for folder in ("npu_softmax", "tests", "scripts")
               for p in (root / folder).rglob("*.py") if "__pycache__" not in p.parts}
-    needed.add("npu_softmax/cuda_start.c")
+    needed |= {"npu_softmax/cuda_start.c", "LICENSE"}
     assert needed - names == set()
