@@ -18,6 +18,7 @@ import threading
 from dataclasses import dataclass
 from typing import Any, Callable
 
+import numpy
 import torch
 import triton
 
@@ -282,7 +283,11 @@ def _launch(key: tuple, kernel: Any, n_items: int, args: tuple, constexprs: dict
     max_programs = kernels.get(key)
     if max_programs is None or isinstance(be, InterpreterBackend):
         # The interpreter patches triton.language globally while it runs: one launch at a time.
-        with _lock:
+        # It also evaluates masked-off lanes (1/0, exp and log of -inf), whose numpy warnings
+        # mean nothing to a caller: they are never stored.
+        quiet = (numpy.errstate(all="ignore") if isinstance(be, InterpreterBackend)
+                 else contextlib.nullcontext())
+        with _lock, quiet:
             max_programs = kernels.get(key)
             if max_programs is None:
                 max_programs = be.max_programs(kernel, args, constexprs, options, device_index)
