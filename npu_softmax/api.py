@@ -34,7 +34,8 @@ def softmax(x: torch.Tensor, dim: int = -1, dtype: torch.dtype | None = None, *,
             kernels multiply each element by ``1 / temperature`` as they load it (float32
             arithmetic), so it costs no extra pass over memory. float64 outputs, and
             temperatures whose reciprocal is not a normal float32, are divided by it first (one
-            more pass). ``None`` means 1. Under ``torch.compile`` a constant of the graph.
+            more pass). ``None`` means 1. Under ``torch.compile`` a constant of the graph, or
+            where it changes between calls an input of it (``ops.traced_temperature``).
         variant: force a kernel variant (``"tile"``, ``"online"``, ``"split"``, ``"cols"``)
             instead of the launcher's choice; for tests and benchmarks.
         out: write the result here and return it: a tensor of ``x``'s shape, the output dtype and
@@ -128,7 +129,7 @@ def _dispatch(log: bool, x: torch.Tensor, dim: int, dtype: torch.dtype | None,
     if out is None:
         dtype = amp.output_dtype(x, dtype, log)
     out_dtype = checks.check_dtype_arg(fn, x, dtype)
-    t = checks.check_temperature(fn, temperature)
+    t = ops.traced_temperature(checks.check_temperature(fn, temperature))
     wrapped = checks.wrap_dim(dim, x.dim())
     if out is None:
         # Kept under the arguments as given, the key ``eager.repeat_forward`` looks up.
@@ -147,9 +148,9 @@ def _dispatch(log: bool, x: torch.Tensor, dim: int, dtype: torch.dtype | None,
         ops.run_out(x, out, wrapped, t, log, variant, key)
         torch.autograd.graph.increment_version(out)  # as the op's dispatch does (registry)
     elif out is x:
-        (ops.log_softmax_ if log else ops.softmax_)(x, wrapped, t, variant)
+        ops.into_op(log, True, t)(x, wrapped, t, variant)
     else:
-        (ops.log_softmax_out if log else ops.softmax_out)(x, wrapped, t, variant, out)
+        ops.into_op(log, False, t)(x, wrapped, t, variant, out)
     return out
 
 
@@ -165,7 +166,7 @@ def _inplace(log: bool, x: torch.Tensor, dim: int, temperature: float | None,
         raise TypeError(f"{fn}: in place needs a floating-point tensor, got {x.dtype}")
     checks.check_out(fn, x, x, x.dtype)
     _no_grad(fn, x, x)
-    t = checks.check_temperature(fn, temperature)
+    t = ops.traced_temperature(checks.check_temperature(fn, temperature))
     wrapped = checks.wrap_dim(dim, x.dim())
     if eager.transformed(x):
         return x.copy_(ops.checked_forward(x, wrapped, x.dtype, t, log, variant))
@@ -174,7 +175,7 @@ def _inplace(log: bool, x: torch.Tensor, dim: int, temperature: float | None,
         ops.run_out(x, x, wrapped, t, log, variant, key)
         torch.autograd.graph.increment_version(x)  # as the op's dispatch does (registry)
     else:
-        (ops.log_softmax_ if log else ops.softmax_)(x, wrapped, t, variant)
+        ops.into_op(log, True, t)(x, wrapped, t, variant)
     return x
 
 

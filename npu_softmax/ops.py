@@ -11,6 +11,8 @@
 ``npu_softmax::log_softmax_(x!, dim, temperature, variant)``                  in place
 =====================================================  =========================================
 
+Each has an overload ``temperature_tensor`` whose temperature is a 0-d float64 CPU tensor, for a
+temperature that ``torch.compile`` traces as a symbolic float (``traced_temperature``).
 Each has a fake kernel (shapes and dtypes only) so ``torch.compile`` traces through it without a
 graph break; the forwards have autograd through the backward ops, which run the Triton backward
 kernels (no double backward through the ops; eager calls have it, see ``_EagerAutograd``). The
@@ -33,7 +35,7 @@ which does what the ``vmap`` rule does for a fraction of the host time.
 """
 
 import math
-from typing import Optional
+from typing import Callable, Optional, Union
 
 import torch
 
@@ -393,13 +395,41 @@ def checked_forward(x: Tensor, dim: int, out_dtype: torch.dtype, temperature: fl
         # Forward-mode AD (``torch.autograd.forward_ad``): the rule with a ``jvp``.
         return _TransformAutograd.apply(x, dim, out_dtype, temperature, log, variant)
     if not eager.plain(x):
-        op = log_softmax if log else softmax
+        if isinstance(temperature, Tensor):
+            op = log_softmax_t if log else softmax_t
+        else:
+            op = log_softmax if log else softmax
         return op(x, dim, out_dtype, temperature, variant)
     if key is None:
         key = eager.forward_signature(x, dim, out_dtype, temperature, variant, log)
     if eager.records_grad(x):
         return _EagerAutograd.apply(key, x, dim, out_dtype, temperature, log, variant)
     return eager_forward(key, x, dim, out_dtype, temperature, log, variant)
+
+
+def traced_temperature(temperature: float) -> Union[float, Tensor]:
+    """The temperature argument of the ops for a checked ``temperature``: itself, but where
+    ``torch.compile`` traces it as a symbolic float (``torch._dynamo.config.specialize_float``
+    off, its default, and the value changed since the first call) a 0-d float64 CPU tensor,
+    which the ``temperature_tensor`` ops take. torch.compile turns the product into an input
+    of the graph (``x / t`` the same way), where a float argument of an op would be guarded
+    on and specialised, a graph per value up to its recompile limit."""
+    # symbolic_shapes (sympy: 0.4 s to import) is loaded wherever torch.compile traces.
+    if (torch.compiler.is_compiling()
+            and not torch.fx.experimental.symbolic_shapes.has_static_value(temperature)):
+        return torch.ones((), dtype=torch.float64, device="cpu") * temperature
+    return temperature
+
+
+def into_op(log: bool, inplace: bool, temperature: Union[float, Tensor]) -> torch._ops.OpOverload:
+    """The out= (``inplace``: in-place) op for a temperature from ``traced_temperature``."""
+    if isinstance(temperature, Tensor):
+        if inplace:
+            return log_softmax_t_ if log else softmax_t_
+        return log_softmax_out_t if log else softmax_out_t
+    if inplace:
+        return log_softmax_ if log else softmax_
+    return log_softmax_out if log else softmax_out
 
 
 def _define(log: bool) -> tuple:
@@ -465,33 +495,81 @@ def _define(log: bool) -> tuple:
         f"{base}_", "(Tensor(a0!) x, SymInt dim, float temperature, str? variant) -> ()",
         inplace, inplace_fake, mutated=0)
 
-    class OpAutograd(torch.autograd.Function):
-        # The forward op where autograd records it; its gradient is the backward op's.
-        @staticmethod
-        def forward(ctx: torch.autograd.function.FunctionCtx, below: torch.DispatchKeySet,
-                    x: Tensor, dim: int, dtype: Optional[torch.dtype], temperature: float,
-                    variant: Optional[str]) -> Tensor:
-            y = registry.redispatch(fwd_op, below, x, dim, dtype, temperature, variant)
-            ctx.save_for_backward(y)
-            ctx.args = (dim, x.dtype, temperature, variant)
-            return y
+    def autograd(fwd: Callable[[], torch._ops.OpOverload],
+                 bwd: torch._ops.OpOverload) -> registry.GradFn:
+        # The forward op ``fwd()`` where autograd records it; its gradient is ``bwd``'s.
+        class OpAutograd(torch.autograd.Function):
+            @staticmethod
+            def forward(ctx: torch.autograd.function.FunctionCtx, below: torch.DispatchKeySet,
+                        x: Tensor, dim: int, dtype: Optional[torch.dtype],
+                        temperature: Union[float, Tensor], variant: Optional[str]) -> Tensor:
+                y = registry.redispatch(fwd(), below, x, dim, dtype, temperature, variant)
+                ctx.save_for_backward(y)
+                ctx.args = (dim, x.dtype, temperature, variant)
+                return y
 
-        @staticmethod
-        def backward(ctx: torch.autograd.function.FunctionCtx, dy: Tensor) -> tuple:
-            (y,) = ctx.saved_tensors
-            dim, x_dtype, temperature, variant = ctx.args
-            return None, bwd_op(_dense(dy), y, dim, x_dtype, temperature, variant), *[None] * 4
+            @staticmethod
+            def backward(ctx: torch.autograd.function.FunctionCtx, dy: Tensor) -> tuple:
+                (y,) = ctx.saved_tensors
+                dim, x_dtype, temperature, variant = ctx.args
+                return None, bwd(_dense(dy), y, dim, x_dtype, temperature, variant), *[None] * 4
 
-    def grad_fn(below: torch.DispatchKeySet, x: Tensor, dim: int,
-                dtype: Optional[torch.dtype] = None, temperature: float = 1.0,
-                variant: Optional[str] = None) -> Tensor:
-        return OpAutograd.apply(below, x, dim, dtype, temperature, variant)
+        def grad_fn(below: torch.DispatchKeySet, x: Tensor, dim: int,
+                    dtype: Optional[torch.dtype] = None,
+                    temperature: Union[float, Tensor] = 1.0,
+                    variant: Optional[str] = None) -> Tensor:
+            return OpAutograd.apply(below, x, dim, dtype, temperature, variant)
+        return grad_fn
 
     fwd_op = registry.define(
         base, "(Tensor x, SymInt dim, ScalarType? dtype=None, float temperature=1., "
-        "str? variant=None) -> Tensor", forward, forward_fake, grad_fn)
-    return fwd_op, bwd_op, o_op, i_op
+        "str? variant=None) -> Tensor", forward, forward_fake, autograd(lambda: fwd_op, bwd_op))
+
+    # The same ops with the temperature a 0-d CPU tensor (``temperature_tensor``): what a
+    # compiled graph calls for a temperature that torch.compile made a symbolic float, which
+    # stays an input of the graph where a float argument would be specialised (a graph per
+    # value). Their bodies read it on the host (no device sync) and run the float ops' bodies.
+    def forward_t(x: Tensor, dim: int, dtype: Optional[torch.dtype], temperature: Tensor,
+                  variant: Optional[str] = None) -> Tensor:
+        return forward(x, dim, dtype, temperature.item(), variant)
+
+    def forward_t_fake(x: Tensor, dim: int, dtype: Optional[torch.dtype], temperature: Tensor,
+                       variant: Optional[str] = None) -> Tensor:
+        return forward_fake(x, dim, dtype, 1.0, variant)
+
+    def grad_t(grad_: Tensor, output: Tensor, dim: int, input_dtype: torch.dtype,
+               temperature: Tensor, variant: Optional[str] = None) -> Tensor:
+        return grad(grad_, output, dim, input_dtype, temperature.item(), variant)
+
+    def grad_t_fake(grad_: Tensor, output: Tensor, dim: int, input_dtype: torch.dtype,
+                    temperature: Tensor, variant: Optional[str] = None) -> Tensor:
+        return grad_fake(grad_, output, dim, input_dtype, 1.0, variant)
+
+    def out_t(x: Tensor, dim: int, temperature: Tensor, variant: Optional[str],
+              out: Tensor) -> None:
+        into(x, out, dim, temperature.item(), variant)
+
+    def inplace_t(x: Tensor, dim: int, temperature: Tensor, variant: Optional[str]) -> None:
+        into(x, x, dim, temperature.item(), variant)
+
+    t_schema = "Tensor temperature"
+    bwd_t_op = registry.define(
+        f"{base}_backward.temperature_tensor", "(Tensor grad, Tensor output, SymInt dim, "
+        f"ScalarType input_dtype, {t_schema}, str? variant=None) -> Tensor", grad_t, grad_t_fake)
+    o_t_op = registry.define(
+        f"{base}_out.temperature_tensor", f"(Tensor x, SymInt dim, {t_schema}, str? variant, "
+        "Tensor(a4!) out) -> ()", out_t, out_fake, mutated=4)
+    i_t_op = registry.define(
+        f"{base}_.temperature_tensor", f"(Tensor(a0!) x, SymInt dim, {t_schema}, "
+        "str? variant) -> ()", inplace_t, inplace_fake, mutated=0)
+    fwd_t_op = registry.define(
+        f"{base}.temperature_tensor", f"(Tensor x, SymInt dim, ScalarType? dtype, {t_schema}, "
+        "str? variant=None) -> Tensor", forward_t, forward_t_fake,
+        autograd(lambda: fwd_t_op, bwd_t_op))
+    return fwd_op, bwd_op, o_op, i_op, fwd_t_op, bwd_t_op, o_t_op, i_t_op
 
 
-softmax, softmax_backward, softmax_out, softmax_ = _define(log=False)
-log_softmax, log_softmax_backward, log_softmax_out, log_softmax_ = _define(log=True)
+(softmax, softmax_backward, softmax_out, softmax_,
+ softmax_t, softmax_backward_t, softmax_out_t, softmax_t_) = _define(log=False)
+(log_softmax, log_softmax_backward, log_softmax_out, log_softmax_,
+ log_softmax_t, log_softmax_backward_t, log_softmax_out_t, log_softmax_t_) = _define(log=True)

@@ -34,7 +34,8 @@ GradFn = Callable[..., object]
 def define(name: str, schema: str, impl: Callable, fake: Callable,
            grad_fn: GradFn | None = None,
            mutated: int | None = None) -> torch._ops.OpOverload:
-    """Define ``npu_softmax::{name}{schema}`` and return its overload.
+    """Define ``npu_softmax::{name}{schema}`` and return its overload (``name`` may name one,
+    ``"softmax.temperature_tensor"``; else the default).
 
     ``impl`` and ``fake`` take the schema's arguments. ``grad_fn`` runs the op where autograd
     records it; without one, an op that writes no argument still runs there and its result
@@ -42,7 +43,8 @@ def define(name: str, schema: str, impl: Callable, fake: Callable,
     writes argument ``mutated`` refuses to run, as torch's out= functions do.
     """
     _LIB.define(name + schema, tags=(torch.Tag.pt2_compliant_tag,))
-    op = getattr(torch.ops.npu_softmax, name).default
+    base, _, overload = name.partition(".")
+    op = getattr(getattr(torch.ops.npu_softmax, base), overload or "default")
     _LIB.impl(name, impl, "CompositeExplicitAutograd")
     torch.library.register_fake(op, fake, lib=_LIB)
     if grad_fn is None:

@@ -100,6 +100,55 @@ def test_compile_fullgraph(kernel_device: str) -> None:
         assert_close(x.grad, xe.grad, torch.float32)
 
 
+def test_compile_changing_temperature(device: str) -> None:
+    """A temperature that changes at every call compiles two graphs, as ``x / t`` does: one
+    with the first value a constant, then one where torch.compile traces it as a symbolic
+    float (``specialize_float`` off, torch's default), which the ops take as a 0-d CPU tensor
+    (a float argument of an op would be specialised: a graph per value). Forward, backward,
+    out= and in place; a value the checks refuse still raises."""
+    from torch._dynamo.utils import counters
+
+    def f(x: torch.Tensor, out: torch.Tensor, t: float) -> tuple[torch.Tensor, ...]:
+        y = ns.softmax(x, -1, temperature=t)
+        ns.log_softmax(x.detach(), 0, out=out, temperature=t)
+        z = ns.softmax_(x.detach() * 1, -1, temperature=t)
+        return y, out, z
+
+    compiled = torch.compile(f, fullgraph=True, backend=compile_backend(device))
+    counters.clear()
+    x = torch.randn(6, 37, device=device, requires_grad=True)
+    dy = torch.randn(6, 37, device=device)
+    for t in (0.7, 1.3, 0.4, 2.5, 1.0):
+        y, out, z = compiled(x, torch.empty(6, 37, device=device), t)
+        (dx,) = torch.autograd.grad(y, x, dy)
+        xd = x.detach()
+        assert_softmax_close(y, reference(xd, -1, temperature=t))
+        assert_close(dx, reference_grad(torch.softmax, x, dy, -1, t), torch.float32)
+        assert_close(out, reference(xd, 0, log=True, temperature=t), torch.float32)
+        assert_softmax_close(z, reference(xd, -1, temperature=t))
+    assert counters["stats"]["unique_graphs"] == 2
+    # Under fullgraph=True torch.compile reports the check's ValueError as its own error.
+    with pytest.raises((ValueError, torch._dynamo.exc.Unsupported),
+                       match="temperature must be a positive finite float"):
+        compiled(x, torch.empty(6, 37, device=device), -1.0)
+
+
+def test_opcheck_temperature_tensor(device: str) -> None:
+    # The ops' overloads for a temperature torch.compile made symbolic (0-d float64 CPU).
+    x = torch.randn(5, 37, device=device, requires_grad=True)
+    t = torch.tensor(0.6, dtype=torch.float64)
+    for op in (ops.softmax_t, ops.log_softmax_t):
+        torch.library.opcheck(op, (x, 1, None, t, None))
+        torch.library.opcheck(op, (x.detach().t(), 0, None, t, "online"))
+    y = ops.softmax(x.detach(), 1, None, 1.0, None)
+    for op in (ops.softmax_backward_t, ops.log_softmax_backward_t):
+        torch.library.opcheck(op, (torch.randn_like(y), y, 1, torch.float32, t, None))
+    for op in (ops.softmax_out_t, ops.log_softmax_out_t):
+        torch.library.opcheck(op, (x.detach(), 1, t, None, torch.empty_like(y)))
+    for op in (ops.softmax_t_, ops.log_softmax_t_):
+        torch.library.opcheck(op, (x.detach().clone(), 0, t, "split"))
+
+
 def test_compile_fullgraph_out_in_place_and_modules(kernel_device: str) -> None:
     """out= and in-place calls, and a module without a dim (torch's legacy rule), compile
     without a graph break."""
