@@ -552,20 +552,25 @@ def _define(log: bool) -> tuple:
     def inplace_t(x: Tensor, dim: int, temperature: Tensor, variant: Optional[str]) -> None:
         into(x, x, dim, temperature.item(), variant)
 
+    # No CUDA graph may record them, since a replay would keep the value read at capture:
+    # inductor's graph partitions (torch 2.11: on by default) run ops so tagged between the
+    # graphs; without partitions their CPU input keeps the whole graph uncaptured.
+    t_tags = (torch.Tag.cudagraph_unsafe,) if hasattr(torch.Tag, "cudagraph_unsafe") else ()
     t_schema = "Tensor temperature"
     bwd_t_op = registry.define(
         f"{base}_backward.temperature_tensor", "(Tensor grad, Tensor output, SymInt dim, "
-        f"ScalarType input_dtype, {t_schema}, str? variant=None) -> Tensor", grad_t, grad_t_fake)
+        f"ScalarType input_dtype, {t_schema}, str? variant=None) -> Tensor", grad_t, grad_t_fake,
+        tags=t_tags)
     o_t_op = registry.define(
         f"{base}_out.temperature_tensor", f"(Tensor x, SymInt dim, {t_schema}, str? variant, "
-        "Tensor(a4!) out) -> ()", out_t, out_fake, mutated=4)
+        "Tensor(a4!) out) -> ()", out_t, out_fake, mutated=4, tags=t_tags)
     i_t_op = registry.define(
         f"{base}_.temperature_tensor", f"(Tensor(a0!) x, SymInt dim, {t_schema}, "
-        "str? variant) -> ()", inplace_t, inplace_fake, mutated=0)
+        "str? variant) -> ()", inplace_t, inplace_fake, mutated=0, tags=t_tags)
     fwd_t_op = registry.define(
         f"{base}.temperature_tensor", f"(Tensor x, SymInt dim, ScalarType? dtype, {t_schema}, "
         "str? variant=None) -> Tensor", forward_t, forward_t_fake,
-        autograd(lambda: fwd_t_op, bwd_t_op))
+        autograd(lambda: fwd_t_op, bwd_t_op), tags=t_tags)
     return fwd_op, bwd_op, o_op, i_op, fwd_t_op, bwd_t_op, o_t_op, i_t_op
 
 

@@ -32,17 +32,18 @@ GradFn = Callable[..., object]
 
 
 def define(name: str, schema: str, impl: Callable, fake: Callable,
-           grad_fn: GradFn | None = None,
-           mutated: int | None = None) -> torch._ops.OpOverload:
+           grad_fn: GradFn | None = None, mutated: int | None = None,
+           tags: tuple[torch.Tag, ...] = ()) -> torch._ops.OpOverload:
     """Define ``npu_softmax::{name}{schema}`` and return its overload (``name`` may name one,
     ``"softmax.temperature_tensor"``; else the default).
 
     ``impl`` and ``fake`` take the schema's arguments. ``grad_fn`` runs the op where autograd
     records it; without one, an op that writes no argument still runs there and its result
     refuses a backward (a gradient's op, say, under ``create_graph=True``), and an op that
-    writes argument ``mutated`` refuses to run, as torch's out= functions do.
+    writes argument ``mutated`` refuses to run, as torch's out= functions do. ``tags``: more
+    than ``pt2_compliant_tag``.
     """
-    _LIB.define(name + schema, tags=(torch.Tag.pt2_compliant_tag,))
+    _LIB.define(name + schema, tags=(torch.Tag.pt2_compliant_tag, *tags))
     base, _, overload = name.partition(".")
     op = getattr(getattr(torch.ops.npu_softmax, base), overload or "default")
     _LIB.impl(name, impl, "CompositeExplicitAutograd")

@@ -268,6 +268,24 @@ def test_first_calls_inside_cuda_graph_capture(kernel_device: str,
         assert_softmax_close(over_cols, reference(cols, 0))
 
 
+def test_compile_reduce_overhead_changing_temperature(kernel_device: str) -> None:
+    """Under torch.compile's CUDA graphs a temperature that changes at every call (a graph
+    input once torch.compile traces it as a symbolic float) scales each call by its own value:
+    no replay keeps the value a capture saw."""
+    if kernel_device != "cuda":
+        pytest.skip("reduce-overhead captures CUDA graphs")
+
+    def f(x: torch.Tensor, t: float) -> tuple[torch.Tensor, torch.Tensor]:
+        return ns.softmax(x, -1, temperature=t), ns.log_softmax(x, 0, temperature=t)
+
+    compiled = torch.compile(f, mode="reduce-overhead", fullgraph=True)
+    for t in (0.7, 1.3, 0.4, 2.5, 0.9, 1.7, 0.6):
+        x = torch.randn(300, 777, device="cuda")
+        y, logp = (r.clone() for r in compiled(x, t))
+        assert_softmax_close(y, reference(x, -1, temperature=t))
+        assert_close(logp, reference(x, 0, log=True, temperature=t), torch.float32)
+
+
 def test_compile_reduce_overhead(kernel_device: str) -> None:
     # torch.compile's CUDA graphs (mode="reduce-overhead") replay the kernels on new inputs.
     if kernel_device != "cuda":
