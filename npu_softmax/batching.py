@@ -1,4 +1,5 @@
-"""Calls under ``torch.func.vmap``, unwrapped with functorch's own primitives.
+"""Calls under ``torch.func.vmap`` (and ``functionalize``), unwrapped with functorch's own
+primitives.
 
 ``_TransformAutograd``'s ``vmap`` rule (``ops``) is correct, but torch's machinery around a
 ``torch.autograd.Function`` under a transform (argument binding, pytree walks, output
@@ -18,6 +19,9 @@ _functorch = torch._C._functorch
 available = all(hasattr(_functorch, name) for name in (
     "is_batchedtensor", "maybe_get_level", "maybe_current_level", "_unwrap_batched",
     "_add_batch_dim", "pop_dynamic_layer_stack", "push_dynamic_layer_stack"))
+functional_available = all(hasattr(_functorch, name) for name in (
+    "is_functionaltensor", "maybe_get_level", "maybe_current_level", "_unwrap_functional_tensor",
+    "_wrap_functional_tensor", "pop_dynamic_layer_stack", "push_dynamic_layer_stack"))
 
 
 def innermost_level(x: torch.Tensor) -> Optional[int]:
@@ -26,6 +30,30 @@ def innermost_level(x: torch.Tensor) -> Optional[int]:
         return None
     level = _functorch.maybe_get_level(x)
     return level if level == _functorch.maybe_current_level() else None
+
+
+def functional_level(x: torch.Tensor) -> Optional[int]:
+    """The innermost level if ``x`` is ``torch.func.functionalize``'s tensor at it, else None."""
+    if not functional_available or not _functorch.is_functionaltensor(x):
+        return None
+    level = _functorch.maybe_get_level(x)
+    return level if level == _functorch.maybe_current_level() else None
+
+
+def run_functional(x: torch.Tensor, level: int,
+                   fn: Callable[[torch.Tensor], torch.Tensor]) -> torch.Tensor:
+    """``fn`` on the tensor that ``functionalize``'s ``x`` wraps (its pending writes applied),
+    run below ``level``; its result wrapped back there. functorch has no ``functionalize`` rule
+    for a ``torch.autograd.Function`` (``NYI: Functionalize rule for custom_function_call``);
+    a softmax neither writes nor views its input, so this is what ``functionalize`` does for
+    such an op."""
+    inner = _functorch._unwrap_functional_tensor(x, False)
+    layer = _functorch.pop_dynamic_layer_stack()
+    try:
+        out = fn(inner)
+    finally:
+        _functorch.push_dynamic_layer_stack(layer)
+    return _functorch._wrap_functional_tensor(out, level)
 
 
 def run_batched(x: torch.Tensor, level: int,

@@ -381,7 +381,8 @@ def checked_forward(x: Tensor, dim: int, out_dtype: torch.dtype, temperature: fl
                     variant: Optional[str], key: Optional[tuple] = None) -> Tensor:
     """The forward of a checked call (``dim`` wrapped, ``temperature`` a float) on any tensor:
     a ``torch.func`` transform's through its rules, which unwrap it level by level (a batch
-    of the innermost ``vmap`` level directly, ``batching``); a plain one's launch kept under
+    of the innermost ``vmap`` level directly, ``batching``, and a ``functionalize`` tensor, for
+    which functorch has no rule); a plain one's launch kept under
     ``key`` (the caller's signature of the call; None: that of a public call with these
     arguments, which means the same), under autograd when autograd records it; a subclass's,
     or a traced one's, through the custom op."""
@@ -390,6 +391,10 @@ def checked_forward(x: Tensor, dim: int, out_dtype: torch.dtype, temperature: fl
         if level is not None:
             return batching.run_batched(x, level, lambda xb: _batch_forward(
                 xb, dim, out_dtype, temperature, log, variant))
+        level = batching.functional_level(x)
+        if level is not None:
+            return batching.run_functional(x, level, lambda inner: checked_forward(
+                inner, dim, out_dtype, temperature, log, variant))
         return _TransformAutograd.apply(x, dim, out_dtype, temperature, log, variant)
     if eager.dual(x):
         # Forward-mode AD (``torch.autograd.forward_ad``): the rule with a ``jvp``.

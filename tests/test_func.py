@@ -204,6 +204,41 @@ def test_forward_mode_ad(kernel_device: str, name: str, requires_grad: bool) -> 
                  torch.float32, scale=4)
 
 
+@pytest.mark.parametrize("name", FUNCS)
+def test_functionalize(device: str, name: str) -> None:
+    """``torch.func.functionalize`` (which has no rule for a ``torch.autograd.Function``: it
+    raised ``NYI: Functionalize rule for custom_function_call``) gives torch's results for the
+    forward, out= and in place, alone and with ``vmap``, ``grad`` and ``jvp`` around it or
+    ``vmap`` inside it."""
+    fn, torch_fn = FUNCS[name]
+    log = name == "log_softmax"
+    func = torch.func
+    x = torch.randn(5, 19, device=device) * 3
+
+    def into(t: torch.Tensor) -> torch.Tensor:
+        out = torch.full_like(t, float("nan"))
+        fn(t, 0, out=out)
+        return out
+
+    def inplace(t: torch.Tensor) -> torch.Tensor:
+        t = t.clone()
+        INPLACE[name](t, -1, temperature=0.7)
+        return t
+
+    _check(func.functionalize(lambda t: fn(t, 1))(x), reference(x, 1, log), log)
+    _check(func.functionalize(into)(x), reference(x, 0, log), log)
+    _check(func.functionalize(inplace)(x), reference(x, 1, log, 0.7), log)
+    _check(func.functionalize(torch.vmap(inplace))(x), reference(x, 1, log, 0.7), log)
+    _check(torch.vmap(func.functionalize(inplace))(x), reference(x, 1, log, 0.7), log)
+    w = torch.randn(19, device=device)
+    row = func.functionalize(lambda t: fn(t, 0, temperature=0.7))
+    assert_close(func.grad(lambda t: (row(t) * w).sum())(x[0]),
+                 reference_grad(torch_fn, x[0], w, 0, 0.7), torch.float32, scale=4)
+    want = func.jvp(lambda t: torch_fn(t / 0.7, 0), (x[0].cpu().double(),),
+                    (w.cpu().double(),))[1]
+    assert_close(func.jvp(row, (x[0],), (w,))[1], want, torch.float32, scale=4)
+
+
 def test_routed_torch_softmax_under_transforms(kernel_device: str, launches: list) -> None:
     """With ``enable()``, torch's own batching and derivative rules call the routed kernels."""
     x = torch.randn(6, 3, 41, device=kernel_device) * 4
