@@ -244,6 +244,12 @@ def remember(key: tuple, inputs: tuple[torch.Tensor, ...], out: torch.Tensor,
 
 
 def _keep(key: tuple, kept: _Call | Launch) -> None:
+    # A key that cannot be hashed (a ``dim`` that is an integer through ``__index__`` alone: a
+    # 0-d numpy array, say) is never looked up either (``repeat_forward``): not kept.
+    try:
+        hash(key)
+    except TypeError:
+        return
     # At most MAX_SIGNATURES kept; past that the cache starts again.
     if len(_calls) >= MAX_SIGNATURES:
         _calls.clear()

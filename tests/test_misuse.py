@@ -4,6 +4,8 @@ problem (and, for a missing or wrong Triton, what to install). ``out=`` errors l
 
 from __future__ import annotations
 
+import math
+import operator
 import os
 import subprocess
 import sys
@@ -12,7 +14,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from _ref import assert_softmax_close, reference
+from _ref import assert_close, assert_softmax_close, reference, reference_grad
 
 import npu_softmax
 from npu_softmax import checks, eager, launcher
@@ -68,6 +70,37 @@ def test_numpy_integer_dim(device: str) -> None:
     x = torch.randn(3, 4, device=device)
     for dim in (np.int64(0), np.int32(-1), np.int64(0)):
         assert_softmax_close(npu_softmax.softmax(x, dim), reference(x, int(dim)))
+
+
+class _UnhashableIndex:
+    """An integer through ``__index__`` alone, which cannot be hashed (as a 0-d numpy array)."""
+
+    __hash__ = None
+
+    def __init__(self, value: int) -> None:
+        self.value = value
+
+    def __index__(self) -> int:
+        return self.value
+
+
+def test_unhashable_integer_dim(device: str) -> None:
+    """A dim with ``__index__`` that cannot be hashed works as the int it stands for, forward,
+    out=, in place and under autograd, first and repeated calls: the kernels' path raised
+    ``TypeError: unhashable type`` after its launch, keeping the call's signature."""
+    np = pytest.importorskip("numpy")
+    x = torch.randn(3, 4, device=device)
+    for dim in (np.array(1), _UnhashableIndex(0), np.array(1)):
+        d = operator.index(dim)
+        ref = reference(x, d)
+        assert_softmax_close(npu_softmax.softmax(x, dim), ref)
+        out = torch.full_like(x, math.nan)
+        assert_softmax_close(npu_softmax.softmax(x, dim, out=out), ref)
+        assert_softmax_close(npu_softmax.softmax_(x.clone(), dim), ref)
+        a = x.clone().requires_grad_()
+        npu_softmax.log_softmax(a, dim).sum().backward()
+        assert_close(a.grad, reference_grad(torch.log_softmax, x, torch.ones_like(x), d),
+                     torch.float32)
 
 
 @pytest.mark.parametrize("dim", [1.0, "1", None, True, (1,), torch.tensor(1)])
