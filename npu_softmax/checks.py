@@ -76,11 +76,19 @@ def check_temperature(fn: str, temperature: object) -> float:
                         f"got {type(temperature).__name__}{hint}")
     # Comparisons rather than math.isfinite: under torch.compile a float argument may be a
     # symbolic float, which comparisons guard on and math.isfinite cannot take. NaN fails both.
-    if not (0 < temperature < math.inf):
+    # A positive finite int or Fraction may still round to a float of 0 or overflow one
+    # (10**400, Fraction(1, 10**400)): the float is what the kernels divide by.
+    value = math.inf
+    if 0 < temperature < math.inf:
+        try:
+            value = float(temperature)
+        except OverflowError:
+            pass
+    if not (0 < value < math.inf):
         # A traced symbolic float cannot be formatted; its value is in the guard's message.
         got = "" if torch.compiler.is_compiling() else f", got {temperature}"
         raise ValueError(f"{fn}: temperature must be a positive finite float{got}")
-    return float(temperature)
+    return value
 
 
 def wrap_dim(dim: int, ndim: int) -> int:

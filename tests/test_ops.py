@@ -165,8 +165,13 @@ def test_float64_temperatures_far_from_one(device: str, name: str, temperature: 
 
 
 @pytest.mark.parametrize("name", FUNCS)
-@pytest.mark.parametrize("bad", [0, -1.0, math.inf, math.nan, -0.0])
+@pytest.mark.parametrize("bad", [0, -1.0, math.inf, math.nan, -0.0,
+                                 pytest.param(10**400, id="int past float"),
+                                 pytest.param(Fraction(10**400, 3), id="Fraction past float"),
+                                 pytest.param(Fraction(1, 10**400), id="Fraction under float")])
 def test_temperature_values_rejected(device: str, name: str, bad: float) -> None:
+    """Also positive finite numbers whose float is not (an OverflowError, a
+    ZeroDivisionError from the kernels' path, and NaN from the CPU fallback before)."""
     fn, _, _ = FUNCS[name]
     with pytest.raises(ValueError, match="temperature must be a positive finite float"):
         fn(torch.randn(2, 3, device=device), temperature=bad)
