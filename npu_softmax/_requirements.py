@@ -74,22 +74,27 @@ def require_triton() -> None:
     if found is None or (int(found[1]), int(found[2])) < MIN_TRITON:
         raise ImportError(f"npu_softmax needs Triton >= {'.'.join(map(str, MIN_TRITON))}, "
                           f"found triton {version}; {INSTALL_HINT}")
-    if (int(found[1]), int(found[2])) < INTERPRETER_NUMPY_FIX:
-        _require_interpreter_numpy(version)
+    problem = interpreter_numpy_problem(version)
+    # Under TRITON_INTERPRET=1 (read as _compat.interpreter_enabled does), fail here rather than
+    # as an InterpreterError inside the first kernel.
+    if problem and os.environ.get("TRITON_INTERPRET", "0").lower() in ("1", "true", "on"):
+        raise ImportError(problem)
 
 
-def _require_interpreter_numpy(triton_version: str) -> None:
-    # Under TRITON_INTERPRET=1 (read as _compat.interpreter_enabled does), with numpy 2.4+, fail
-    # here rather than as an InterpreterError inside the first kernel.
-    if os.environ.get("TRITON_INTERPRET", "0").lower() not in ("1", "true", "on"):
-        return
+def interpreter_numpy_problem(triton_version: str) -> str | None:
+    """Why Triton ``triton_version``'s CPU interpreter cannot run beside this numpy (what to
+    install instead), or None where it can."""
+    found = re.match(r"(\d+)\.(\d+)", triton_version)
+    if found is None or (int(found[1]), int(found[2])) >= INTERPRETER_NUMPY_FIX:
+        return None
     try:
         import numpy
     except ImportError:  # the interpreter's own import says so
-        return
+        return None
     found = re.match(r"(\d+)\.(\d+)", numpy.__version__)
-    if found is not None and (int(found[1]), int(found[2])) >= (2, 4):
-        raise ImportError(f"Triton {triton_version}'s CPU interpreter (TRITON_INTERPRET=1) fails "
-                          f"on numpy {numpy.__version__}, which refuses int() of a one-element "
-                          "array (triton-lang/triton#9171, fixed in Triton 3.7): `pip install "
-                          "'numpy<2.4'`, or a Triton >= 3.7 where no torch pins an older one")
+    if found is None or (int(found[1]), int(found[2])) < (2, 4):
+        return None
+    return (f"Triton {triton_version}'s CPU interpreter (TRITON_INTERPRET=1) fails on numpy "
+            f"{numpy.__version__}, which refuses int() of a one-element array "
+            "(triton-lang/triton#9171, fixed in Triton 3.7): `pip install 'numpy<2.4'`, or a "
+            "Triton >= 3.7 where no torch pins an older one")

@@ -10,6 +10,11 @@ import sys
 import textwrap
 from pathlib import Path
 
+import pytest
+import triton
+
+from npu_softmax import _requirements
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -24,6 +29,9 @@ def test_bfloat16_rows_without_bfloat16_constants() -> None:
     """Upstream Triton's interpreter before 3.9 has no bfloat16 constants (``get_bf16``); a
     bfloat16 softmax over rows of odd length (the windowed tile) still runs there and matches
     torch."""
+    problem = _requirements.interpreter_numpy_problem(triton.__version__)
+    if problem:
+        pytest.skip(problem)  # this Triton's interpreter runs nothing beside this numpy
     done = _interpreted("""
         import warnings
         warnings.simplefilter("ignore", RuntimeWarning)
