@@ -419,11 +419,14 @@ def traced_temperature(temperature: float) -> Union[float, Tensor]:
     which the ``temperature_tensor`` ops take. torch.compile turns the product into an input
     of the graph (``x / t`` the same way), where a float argument of an op would be guarded
     on and specialised, a graph per value up to its recompile limit."""
-    # symbolic_shapes (sympy: 0.4 s to import) is loaded wherever torch.compile traces.
-    if (torch.compiler.is_compiling()
-            and not torch.fx.experimental.symbolic_shapes.has_static_value(temperature)):
-        return torch.ones((), dtype=torch.float64, device="cpu") * temperature
-    return temperature
+    if not torch.compiler.is_compiling():
+        return temperature
+    # symbolic_shapes (sympy: 0.4 s to import) is loaded wherever torch.compile traces. torch
+    # 2.4 has no has_static_value (and specialises floats by default): the float stays.
+    static = getattr(torch.fx.experimental.symbolic_shapes, "has_static_value", None)
+    if static is None or static(temperature):
+        return temperature
+    return torch.ones((), dtype=torch.float64, device="cpu") * temperature
 
 
 def into_op(log: bool, inplace: bool, temperature: Union[float, Tensor]) -> torch._ops.OpOverload:
