@@ -536,29 +536,13 @@ def _define(log: bool) -> tuple:
     # The same ops with the temperature a 0-d CPU tensor (``temperature_tensor``): what a
     # compiled graph calls for a temperature that torch.compile made a symbolic float, which
     # stays an input of the graph where a float argument would be specialised (a graph per
-    # value). Their bodies read it on the host (no device sync) and run the float ops' bodies.
-    def forward_t(x: Tensor, dim: int, dtype: Optional[torch.dtype], temperature: Tensor,
-                  variant: Optional[str] = None) -> Tensor:
-        return forward(x, dim, dtype, temperature.item(), variant)
-
-    def forward_t_fake(x: Tensor, dim: int, dtype: Optional[torch.dtype], temperature: Tensor,
-                       variant: Optional[str] = None) -> Tensor:
-        return forward_fake(x, dim, dtype, 1.0, variant)
-
-    def grad_t(grad_: Tensor, output: Tensor, dim: int, input_dtype: torch.dtype,
-               temperature: Tensor, variant: Optional[str] = None) -> Tensor:
-        return grad(grad_, output, dim, input_dtype, temperature.item(), variant)
-
-    def grad_t_fake(grad_: Tensor, output: Tensor, dim: int, input_dtype: torch.dtype,
-                    temperature: Tensor, variant: Optional[str] = None) -> Tensor:
-        return grad_fake(grad_, output, dim, input_dtype, 1.0, variant)
-
-    def out_t(x: Tensor, dim: int, temperature: Tensor, variant: Optional[str],
-              out: Tensor) -> None:
-        into(x, out, dim, temperature.item(), variant)
-
-    def inplace_t(x: Tensor, dim: int, temperature: Tensor, variant: Optional[str]) -> None:
-        into(x, x, dim, temperature.item(), variant)
+    # value). Their bodies read it on the host (no device sync) and run the float ops' bodies;
+    # the fake kernels, which never read the temperature, are the float ops' own.
+    def host_read(body: Callable[..., object], at: int) -> Callable[..., object]:
+        # ``body`` with its temperature, argument ``at``, read from the tensor.
+        def read(*args: object) -> object:
+            return body(*args[:at], args[at].item(), *args[at + 1:])
+        return read
 
     # No CUDA graph may record them, since a replay would keep the value read at capture:
     # inductor's graph partitions (torch 2.11: on by default) run ops so tagged between the
@@ -567,17 +551,17 @@ def _define(log: bool) -> tuple:
     t_schema = "Tensor temperature"
     bwd_t_op = registry.define(
         f"{base}_backward.temperature_tensor", "(Tensor grad, Tensor output, SymInt dim, "
-        f"ScalarType input_dtype, {t_schema}, str? variant=None) -> Tensor", grad_t, grad_t_fake,
-        tags=t_tags)
+        f"ScalarType input_dtype, {t_schema}, str? variant=None) -> Tensor", host_read(grad, 4),
+        grad_fake, tags=t_tags)
     o_t_op = registry.define(
         f"{base}_out.temperature_tensor", f"(Tensor x, SymInt dim, {t_schema}, str? variant, "
-        "Tensor(a4!) out) -> ()", out_t, out_fake, mutated=4, tags=t_tags)
+        "Tensor(a4!) out) -> ()", host_read(out_op, 2), out_fake, mutated=4, tags=t_tags)
     i_t_op = registry.define(
         f"{base}_.temperature_tensor", f"(Tensor(a0!) x, SymInt dim, {t_schema}, "
-        "str? variant) -> ()", inplace_t, inplace_fake, mutated=0, tags=t_tags)
+        "str? variant) -> ()", host_read(inplace, 2), inplace_fake, mutated=0, tags=t_tags)
     fwd_t_op = registry.define(
         f"{base}.temperature_tensor", f"(Tensor x, SymInt dim, ScalarType? dtype, {t_schema}, "
-        "str? variant=None) -> Tensor", forward_t, forward_t_fake,
+        "str? variant=None) -> Tensor", host_read(forward, 3), forward_fake,
         autograd(lambda: fwd_t_op, bwd_t_op), tags=t_tags)
     return fwd_op, bwd_op, o_op, i_op, fwd_t_op, bwd_t_op, o_t_op, i_t_op
 
