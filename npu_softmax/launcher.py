@@ -281,12 +281,12 @@ def _launch(key: tuple, kernel: Any, n_items: int, args: tuple, constexprs: dict
     """
     be = backend()
     max_programs = kernels.get(key)
-    if max_programs is None or isinstance(be, InterpreterBackend):
+    interpreted = isinstance(be, InterpreterBackend)
+    if max_programs is None or interpreted:
         # The interpreter patches triton.language globally while it runs: one launch at a time.
         # It also evaluates masked-off lanes (1/0, exp and log of -inf), whose numpy warnings
         # mean nothing to a caller: they are never stored.
-        quiet = (numpy.errstate(all="ignore") if isinstance(be, InterpreterBackend)
-                 else contextlib.nullcontext())
+        quiet = numpy.errstate(all="ignore") if interpreted else contextlib.nullcontext()
         with _lock, quiet:
             max_programs = kernels.get(key)
             if max_programs is None:
