@@ -70,8 +70,8 @@ def require_triton() -> None:
         where = getattr(triton, "__file__", None) or list(getattr(triton, "__path__", []))
         raise ImportError(f"npu_softmax needs Triton, but the 'triton' module found at {where} "
                           f"is not a Triton build (no version or triton.jit); {INSTALL_HINT}")
-    found = re.match(r"(\d+)\.(\d+)", version)
-    if found is None or (int(found[1]), int(found[2])) < MIN_TRITON:
+    found = _major_minor(version)
+    if found is None or found < MIN_TRITON:
         raise ImportError(f"npu_softmax needs Triton >= {'.'.join(map(str, MIN_TRITON))}, "
                           f"found triton {version}; {INSTALL_HINT}")
     problem = interpreter_numpy_problem(version)
@@ -84,17 +84,23 @@ def require_triton() -> None:
 def interpreter_numpy_problem(triton_version: str) -> str | None:
     """Why Triton ``triton_version``'s CPU interpreter cannot run beside this numpy (what to
     install instead), or None where it can."""
-    found = re.match(r"(\d+)\.(\d+)", triton_version)
-    if found is None or (int(found[1]), int(found[2])) >= INTERPRETER_NUMPY_FIX:
+    found = _major_minor(triton_version)
+    if found is None or found >= INTERPRETER_NUMPY_FIX:
         return None
     try:
         import numpy
     except ImportError:  # the interpreter's own import says so
         return None
-    found = re.match(r"(\d+)\.(\d+)", numpy.__version__)
-    if found is None or (int(found[1]), int(found[2])) < (2, 4):
+    found = _major_minor(numpy.__version__)
+    if found is None or found < (2, 4):
         return None
     return (f"Triton {triton_version}'s CPU interpreter (TRITON_INTERPRET=1) fails on numpy "
             f"{numpy.__version__}, which refuses int() of a one-element array "
             "(triton-lang/triton#9171, fixed in Triton 3.7): `pip install 'numpy<2.4'`, or a "
             "Triton >= 3.7 where no torch pins an older one")
+
+
+def _major_minor(version: str) -> tuple[int, int] | None:
+    """``(major, minor)`` of a version string, or None where it does not start so."""
+    found = re.match(r"(\d+)\.(\d+)", version)
+    return None if found is None else (int(found[1]), int(found[2]))
