@@ -9,7 +9,6 @@ surfaces later still, as a device the active driver cannot serve.
 
 from __future__ import annotations
 
-import os
 import re
 import warnings
 from importlib import metadata
@@ -74,10 +73,13 @@ def require_triton() -> None:
     if found is None or found < MIN_TRITON:
         raise ImportError(f"npu_softmax needs Triton >= {'.'.join(map(str, MIN_TRITON))}, "
                           f"found triton {version}; {INSTALL_HINT}")
+    # Triton is usable from here on, so _compat (which imports it) may be.
+    from ._compat import interpreter_enabled
+
     problem = interpreter_numpy_problem(version)
-    # Under TRITON_INTERPRET=1 (read as _compat.interpreter_enabled does), fail here rather than
-    # as an InterpreterError inside the first kernel.
-    if problem and os.environ.get("TRITON_INTERPRET", "0").lower() in ("1", "true", "on"):
+    # Under TRITON_INTERPRET=1, fail here rather than as an InterpreterError inside the first
+    # kernel.
+    if problem and interpreter_enabled():
         raise ImportError(problem)
 
 
