@@ -14,7 +14,12 @@ cancellation (``dy - sum(dy * y)``, ``x - max - log(sum)``).
 from __future__ import annotations
 
 import math
+import os
 import re
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
 
 import pytest
 import torch
@@ -130,3 +135,13 @@ def check_tile_refusal(error: ValueError, n_cols: int) -> None:
 def contiguous_strides(shape: list[int]) -> list[int]:
     """The strides, in elements, of a contiguous tensor of ``shape`` (no tensor allocated)."""
     return [math.prod(shape[d + 1:]) for d in range(len(shape))]
+
+
+def run_python(code: str, *, path: Path | None = None,
+               env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    """Run ``code`` in a fresh interpreter, with ``path`` first on sys.path."""
+    full_env = {**os.environ, **(env or {})}
+    if path is not None:
+        full_env["PYTHONPATH"] = os.pathsep.join([str(path), full_env.get("PYTHONPATH", "")])
+    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], env=full_env,
+                          capture_output=True, text=True, timeout=300)

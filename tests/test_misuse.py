@@ -6,15 +6,11 @@ from __future__ import annotations
 
 import math
 import operator
-import os
-import subprocess
-import sys
-import textwrap
 from pathlib import Path
 
 import pytest
 import torch
-from _ref import assert_close, assert_softmax_close, reference, reference_grad
+from _ref import assert_close, assert_softmax_close, reference, reference_grad, run_python
 
 import npu_softmax
 from npu_softmax import checks, eager, launcher
@@ -255,19 +251,9 @@ def test_unserved_device_message_says_what_to_install() -> None:
     assert "triton-ascend + torch_npu for 'npu'" in message
 
 
-def _run_python(code: str, *, path: Path | None = None,
-                env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
-    """Run ``code`` in a fresh interpreter, with ``path`` first on sys.path."""
-    full_env = {**os.environ, **(env or {})}
-    if path is not None:
-        full_env["PYTHONPATH"] = os.pathsep.join([str(path), full_env.get("PYTHONPATH", "")])
-    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], env=full_env,
-                          capture_output=True, text=True, timeout=300)
-
-
 def test_meta_tensors_without_interpreter() -> None:
     """The same with Triton's real drivers (TRITON_INTERPRET=0), whatever the target."""
-    done = _run_python("""
+    done = run_python("""
         import torch, npu_softmax
         y = npu_softmax.softmax(torch.randn(3, 4, device="meta"), dtype=torch.bfloat16)
         print(y.device, tuple(y.shape), y.dtype)
@@ -301,11 +287,11 @@ def test_import_beside_both_tritons_warns(tmp_path: Path) -> None:
     record = tmp_path / f"{other.replace('-', '_')}-3.2.0.dist-info"
     record.mkdir()
     (record / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {other}\nVersion: 3.2.0\n")
-    done = _run_python("import npu_softmax", path=tmp_path)
+    done = run_python("import npu_softmax", path=tmp_path)
     assert done.returncode == 0, done.stderr
     assert "RuntimeWarning: npu_softmax: " in done.stderr and f"{other} 3.2.0" in done.stderr
     assert "pip uninstall -y triton triton-ascend" in done.stderr
-    assert "RuntimeWarning" not in _run_python("import npu_softmax").stderr
+    assert "RuntimeWarning" not in run_python("import npu_softmax").stderr
 
 
 @pytest.mark.parametrize("case", list(FAKE_TRITONS))
@@ -316,7 +302,7 @@ def test_import_without_usable_triton_says_what_to_install(tmp_path: Path, case:
     target = tmp_path / name
     target.parent.mkdir(exist_ok=True)
     target.write_text(body)
-    done = _run_python("import npu_softmax", path=tmp_path)
+    done = run_python("import npu_softmax", path=tmp_path)
     assert done.returncode != 0
     last = done.stderr.strip().splitlines()[-1]
     assert last.startswith("ImportError: npu_softmax needs Triton"), done.stderr
@@ -334,7 +320,7 @@ def test_old_interpreter_with_numpy_2_4_says_what_to_install(
     one-element array, triton-lang/triton#9171): under ``TRITON_INTERPRET`` such a pair is
     refused at ``import npu_softmax``, naming both fixes; anything else imports. This
     Triton and numpy report the versions given."""
-    done = _run_python(f"""
+    done = run_python(f"""
         import numpy, triton
         triton.__version__, numpy.__version__ = {triton_version!r}, {numpy_version!r}
         import npu_softmax

@@ -4,25 +4,15 @@ interpreter in a fresh process."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-import textwrap
 from pathlib import Path
 
 import pytest
 import triton
+from _ref import run_python
 
 from npu_softmax import _requirements
 
 ROOT = Path(__file__).resolve().parents[1]
-
-
-def _interpreted(code: str) -> subprocess.CompletedProcess:
-    env = {**os.environ, "TRITON_INTERPRET": "1",
-           "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
-    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], env=env, cwd=ROOT,
-                          capture_output=True, text=True, timeout=300)
 
 
 def test_bfloat16_rows_without_bfloat16_constants() -> None:
@@ -32,7 +22,7 @@ def test_bfloat16_rows_without_bfloat16_constants() -> None:
     problem = _requirements.interpreter_numpy_problem(triton.__version__)
     if problem:
         pytest.skip(problem)  # this Triton's interpreter runs nothing beside this numpy
-    done = _interpreted("""
+    done = run_python("""
         import warnings
         warnings.simplefilter("ignore", RuntimeWarning)
         import torch
@@ -46,6 +36,6 @@ def test_bfloat16_rows_without_bfloat16_constants() -> None:
             err = (y.double() - torch.softmax(x.double() / t, -1)).abs().max().item()
             assert err <= 8e-3, (t, err)
         print("ok")
-    """)
+    """, path=ROOT, env={"TRITON_INTERPRET": "1"})
     assert done.returncode == 0, done.stderr[-3000:]
     assert done.stdout.split() == ["ok"]
