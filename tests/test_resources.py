@@ -4,11 +4,13 @@ per call, and tensors of more than 2**31 elements."""
 
 from __future__ import annotations
 
+import gc
 import os
 import subprocess
 import sys
 import textwrap
 import threading
+import weakref
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +22,7 @@ from _ref import assert_close, assert_softmax_close, reference, reference_grad
 import npu_softmax
 from npu_softmax import eager, launcher
 from npu_softmax import kernels as K
+from npu_softmax.checks import supported_dtypes
 from npu_softmax.layout import row_layout
 
 KERNELS = [K.softmax_tile_kernel, K.softmax_online_kernel, K.softmax_split_stats_kernel,
@@ -174,6 +177,118 @@ def test_threads_racing_on_new_keys(kernel_device: str, fresh_kernels: dict[str,
     assert len(launcher.kernels) == 3 * (1 + 1 + 2)
     assert len(fresh_kernels["sized"]) == len(launcher.kernels)
     assert len(compiled) == len(set(compiled)), "a specialisation compiled twice"
+
+
+#: Row matrices of a server's steps: batch sizes and row lengths that change from call to call
+#: (rows of 1, odd, past a power of two, over the interpreter's programs and chunks).
+_SERVER_SHAPES = [(1, 1), (3, 257), (7, 1000), (9, 31), (2, 3, 65), (5, 2049), (13, 100)]
+
+
+def _server_call(device: str, gen: torch.Generator, dtypes: list[torch.dtype]) -> None:
+    """One call of a server's step, its kind, shape, dtype, dim and temperature drawn from
+    ``gen``, on fresh inputs, checked against float64: a forward, an out= (NaN-poisoned), an
+    in-place call or a gradient."""
+    def pick(options: list) -> Any:
+        return options[int(torch.randint(len(options), (), generator=gen))]
+
+    shape, dtype, log = pick(_SERVER_SHAPES), pick(dtypes), pick([False, True])
+    dim, temperature = pick([-1, 0]), pick([None, 0.7, 2.0])
+    kind = pick(["forward", "out", "in place", "grad"])
+    t = temperature or 1.0
+    x = torch.randn(shape, generator=gen).mul(4).to(dtype).to(device)
+    fn, torch_fn = ((npu_softmax.log_softmax, torch.log_softmax) if log
+                    else (npu_softmax.softmax, torch.softmax))
+    case = f"{kind} {tuple(shape)} {dtype} dim={dim} log={log} temperature={temperature}"
+    if kind == "grad":
+        xg = x.clone().requires_grad_()
+        dy = torch.randn(shape, generator=gen).to(dtype).to(device)
+        (dx,) = torch.autograd.grad(fn(xg, dim, temperature=temperature), xg, dy)
+        assert_close(dx, reference_grad(torch_fn, x, dy, dim, t), dtype, scale=2)
+        return
+    if kind == "forward":
+        y = fn(x, dim, temperature=temperature)
+    elif kind == "out":
+        y = torch.full_like(x, float("nan"))
+        fn(x, dim, temperature=temperature, out=y)
+    else:
+        y = x.clone()
+        (npu_softmax.log_softmax_ if log else npu_softmax.softmax_)(y, dim,
+                                                                   temperature=temperature)
+    expected = reference(x, dim, log, temperature=t)
+    if log:
+        assert_close(y, expected, dtype)
+    else:
+        assert_softmax_close(y, expected, case)
+
+
+def test_threads_serving_mixed_calls(device: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Eight threads of a server, started together, each making a stream of calls whose kind,
+    shape, dtype, dim and temperature change at every call (forward, out=, in place,
+    gradients), on fresh inputs: every result matches float64. Kept calls are bounded low, so
+    the threads also fill and clear the kept calls while others repeat them."""
+    monkeypatch.setattr(eager, "_calls", {})
+    monkeypatch.setattr(eager, "MAX_SIGNATURES", 6)
+    dtypes = [d for d in (torch.float32, torch.float16, torch.bfloat16, torch.float64)
+              if d in supported_dtypes(torch.device(device))]
+    n_threads = 8
+    calls = 10 if launcher.target().interpreter else 100
+    seeds = torch.randint(2**31, (n_threads,)).tolist()  # from the test's printed seed
+    barrier = threading.Barrier(n_threads)
+    errors: list[tuple[int, BaseException]] = []
+
+    def work(i: int) -> None:
+        gen = torch.Generator().manual_seed(seeds[i])
+        try:
+            barrier.wait()
+            for _ in range(calls):
+                _server_call(device, gen, dtypes)
+        except BaseException as e:  # reported below, with the thread's seed
+            errors.append((seeds[i], e))
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(n_threads)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors
+    assert len(eager._calls) <= 6
+
+
+def test_changing_shapes_keep_caches_bounded_and_no_tensors(
+        device: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A server's calls over batch sizes and row lengths that keep changing, twice over: the
+    kept calls never pass ``MAX_SIGNATURES``, the second pass adds no ``kernels`` entry and no
+    plan, and no input, output or gradient outlives its call (a weak reference to each is dead
+    once collected), so no cache holds a tensor or its memory."""
+    monkeypatch.setattr(launcher, "kernels", {})
+    monkeypatch.setattr(eager, "_calls", {})
+    monkeypatch.setattr(eager, "MAX_SIGNATURES", 5)
+    shapes = [(b, c) for b in (1, 3, 8) for c in (7, 333, 2049)]
+    refs: list[weakref.ref] = []
+
+    def step(shape: tuple[int, int]) -> None:
+        x = torch.randn(shape, device=device).mul(4)
+        dy = torch.randn(shape, device=device)
+        xg = x.clone().requires_grad_()
+        y = npu_softmax.softmax(xg, -1, temperature=0.9)
+        (dx,) = torch.autograd.grad(y, xg, dy)
+        out = torch.full_like(x, float("nan"))
+        npu_softmax.log_softmax(x, 0, out=out)
+        assert_softmax_close(y, reference(x, -1, temperature=0.9))
+        assert_close(dx, reference_grad(torch.softmax, x, dy, -1, 0.9), torch.float32)
+        assert_close(out, reference(x, 0, log=True), torch.float32)
+        assert len(eager._calls) <= 5
+        refs.extend(weakref.ref(t) for t in (x, dy, xg, y, dx, out))
+
+    for shape in shapes:
+        step(shape)
+    keys, plans = len(launcher.kernels), launcher._plan.cache_info()
+    for shape in shapes:
+        step(shape)
+    assert len(launcher.kernels) == keys
+    assert launcher._plan.cache_info().misses == plans.misses
+    gc.collect()
+    assert not [r() for r in refs if r() is not None]
 
 
 def _memory_module(device: str) -> Any:
