@@ -10,7 +10,11 @@ import triton
 
 from npu_softmax import _compat, kernels, kernels_backward, kernels_cols, launcher
 from npu_softmax.backends import AscendBackend, CudaBackend, InterpreterBackend, for_target
-from npu_softmax.backends.cuda import FAST_MEMORY_BYTES_PER_SM, memory_bytes_per_sm
+from npu_softmax.backends.cuda import (
+    FAST_MEMORY_BYTES_PER_SM,
+    FASTEST_MEMORY_BYTES_PER_SM,
+    memory_bytes_per_sm,
+)
 from npu_softmax.layout import RowLayout, row_layout
 
 
@@ -22,9 +26,9 @@ def _contiguous(n_rows: int, n_cols: int) -> RowLayout:
 
 def _cuda_forward(layout: RowLayout, itemsize: int,
                   fast_memory: bool = False) -> tuple[launcher.Plan, CudaBackend]:
-    """The H100's forward plan for ``layout`` (with ``fast_memory``, that of a GPU of fast
-    memory such as the H200) and the CUDA rules for its rows (``for_layout``), whose
-    ``options`` give the plan's warps."""
+    """The forward plan for ``layout`` of a GPU of slower memory, such as an A100 (with
+    ``fast_memory``, that of a GPU of fast memory such as the H100 or the H200) and the CUDA
+    rules for its rows (``for_layout``), whose ``options`` give the plan's warps."""
     be = CudaBackend("cuda", 90, fast_memory=fast_memory)
     return launcher.plan(layout, itemsize, 132, be), be.for_layout(layout, itemsize)
 
@@ -245,7 +249,7 @@ def test_cuda_unaligned_2_byte_rows_of_1025_to_2048_go_one_to_a_two_warp_program
 def test_cuda_aligned_2_byte_rows_of_1025_to_2048_on_fast_memory_go_one_to_a_two_warp_program(
         n_rows: int, n_cols: int) -> None:
     """On a GPU of fast memory 16-byte aligned 2-byte rows of 1025-2048 elements go one to a
-    program of 2 warps too, read as whole vectors; other GPUs (the H100), the backward and
+    program of 2 warps too, read as whole vectors; slower GPUs (an A100), the backward and
     float32 rows keep tiles of two rows where rows are many."""
     fast, plain = CudaBackend("cuda", 90, fast_memory=True), CudaBackend("cuda", 90)
     layout = _contiguous(n_rows, n_cols)
@@ -264,7 +268,7 @@ def test_cuda_aligned_2_byte_rows_of_776_to_1024_on_fast_memory_go_one_to_a_one_
         n_rows: int, n_cols: int) -> None:
     """On a GPU of fast memory 16-byte aligned 2-byte rows of 776-1024 elements (a block of
     1024 lanes) go one to a one-warp program, as unaligned ones do everywhere, read as whole
-    vectors; other GPUs (the H100) and the backward keep tiles of several rows where rows are
+    vectors; slower GPUs (an A100) and the backward keep tiles of several rows where rows are
     many, as do aligned rows of 392-512 elements (a block of 512)."""
     fast, plain = CudaBackend("cuda", 90, fast_memory=True), CudaBackend("cuda", 90)
     layout = _contiguous(n_rows, n_cols)
@@ -346,7 +350,7 @@ def test_cuda_float32_tiles_of_padded_odd_rows_go_on_one_warp(n_cols: int,
 def test_cuda_float32_fuller_odd_rows_go_on_one_warp_on_fast_memory(n_cols: int,
                                                                     tile_rows: int) -> None:
     """On a GPU of fast memory, the forward's float32 rows of odd length go on one warp up to
-    127 elements in blocks of 128 lanes and 241 in blocks of 256, where other GPUs (the H100)
+    127 elements in blocks of 128 lanes and 241 in blocks of 256, where slower GPUs (an A100)
     stop at 96 and 170: rows of 33-47, 63 (too long for windows) and 65-127 8 to a tile read
     and written from their aligned bodies (as vectors, ``tile_bodies``), rows of 49-61 8 to a
     tile and of 129-241 4 through windows; rows of 243-255, even rows and the backward keep the
@@ -381,7 +385,7 @@ def test_cuda_float32_rows_of_257_1024_on_two_warps_on_fast_memory(n_cols: int, 
     """On a GPU of fast memory, the forward's float32 rows of 257-320 elements that are not
     16-byte aligned (elements next to each other) go two to a tile of 512 lanes on 2 warps,
     and 16-byte aligned rows of 513-1024 one to a program on 2 warps; other rows, the backward
-    and other GPUs (the H100: tiles of 4 rows, or 2 or 4 of 1024 lanes, on 4 warps) keep their
+    and slower GPUs (an A100: tiles of 4 rows, or 2 or 4 of 1024 lanes, on 4 warps) keep their
     plans."""
     fast, plain = CudaBackend("cuda", 90, fast_memory=True), CudaBackend("cuda", 90)
     strides = (stride, 0, 1)
@@ -406,7 +410,7 @@ def test_cuda_float32_rows_of_257_1024_on_two_warps_on_fast_memory(n_cols: int, 
                                    (64, 65536), (100, 20001)])
 def test_cuda_float32_split_rows_on_four_warps_on_fast_memory(shape: tuple[int, int]) -> None:
     """On a GPU of fast memory the forward's split variant runs float32 rows on 4 warps; 2-byte
-    rows and other GPUs (the H100) keep 8, and the backward its plan."""
+    rows and slower GPUs (an A100) keep 8, and the backward its plan."""
     fast, plain = CudaBackend("cuda", 90, fast_memory=True), CudaBackend("cuda", 90)
     layout = _contiguous(*shape)
     warps = [_split(be, layout, itemsize)[1] for be, itemsize in ((fast, 4), (plain, 4), (fast, 2))]
@@ -425,7 +429,7 @@ def test_cuda_split_plans_on_fast_memory(shape: tuple[int, int], float_plan: tup
     """On a GPU of fast memory the forward's split variant aims for 8 work items an SM with
     float32 rows (4 with 2-byte rows, as other GPUs do), then reads rows in chunks of 8192
     where each work item covers more than 4096 elements of a row, on the warps of chunks of
-    4096 (float32 4, 2-byte rows 8); float64, the backward and other GPUs (the H100) keep
+    4096 (float32 4, 2-byte rows 8); float64, the backward and slower GPUs (an A100) keep
     their plans: chunks of 4096, 4 items an SM. Plans as (chunk, splits)."""
     fast, plain = CudaBackend("cuda", 90, fast_memory=True), CudaBackend("cuda", 90)
     layout = _contiguous(*shape)
@@ -451,8 +455,8 @@ def test_cuda_float32_rows_with_a_last_chunk_on_eight_warps_on_fast_memory(
         shape: tuple[int, int], warps: int) -> None:
     """On a GPU of fast memory the forward's float32 rows read online in chunks of 8192 with
     a last chunk (16400-20480 elements) run on 8 warps where there are at least 1024 rows, on
-    16 with fewer rows or whole chunks only; 2-byte rows, the backward and other GPUs (the
-    H100, which holds these rows in one block) keep their plans."""
+    16 with fewer rows or whole chunks only; 2-byte rows, the backward and slower GPUs (an
+    A100, which holds these rows in one block) keep their plans."""
     fast, plain = CudaBackend("cuda", 90, fast_memory=True), CudaBackend("cuda", 90)
     layout = _contiguous(*shape)
     p = launcher.plan(layout, 4, 132, fast)
@@ -506,7 +510,7 @@ def test_cuda_2_byte_short_unaligned_rows_read_from_bodies_on_fast_memory(
     lanes, 8 of 64) but read and write each row from its aligned body (``tile_bodies``, ``VEC``
     8), however few; rows that windows take (33, 57), rows of 4- or 8-byte runs in 64 lanes (58,
     62), of 8-byte runs in 128 (68, 100), 16-byte aligned rows (120), rows whose elements are
-    apart, the backward and other GPUs (the H100) keep their plans; rows of 129 their body
+    apart, the backward and slower GPUs (an A100) keep their plans; rows of 129 their body
     tiles of 256 lanes."""
     fast, plain = CudaBackend("cuda", 90, fast_memory=True), CudaBackend("cuda", 90)
     block = triton.next_power_of_2(n_cols)
@@ -539,7 +543,7 @@ def test_cuda_one_warp_2_byte_rows_read_from_bodies_on_fast_memory(n_cols: int,
     aligned body (``VEC`` 8) where it is not 16-byte aligned: rows of odd length, and rows of
     4-byte runs in a block of 1024 (778, 1002). Rows of 4-byte runs in a block of 512 and a
     tail (514, 642) and of 8-byte runs (516, 780) keep their ``ALIGN`` runs, 16-byte aligned
-    rows their vectors (``VEC`` 1). Rows whose elements are apart, and other GPUs (the H100),
+    rows their vectors (``VEC`` 1). Rows whose elements are apart, and slower GPUs (an A100),
     read element by element (or by runs) as before."""
     fast, plain = CudaBackend("cuda", 90, fast_memory=True), CudaBackend("cuda", 90)
     for n_rows in (1 << 16, 3000, 5):
@@ -565,7 +569,7 @@ def test_cuda_float32_rows_in_runs_of_one_go_one_to_a_program_on_fast_memory(
     (odd lengths, odd strides), elements next to each other, go one to a two-warp program, read
     from their aligned bodies (``VEC`` 4), where tiles of two rows read them element by
     element. Rows of 8-byte runs (1026, 2046), hinted vectors (1028), rows of 1023 and 511
-    (other blocks), rows whose elements are apart, the backward and other GPUs (the H100) keep
+    (other blocks), rows whose elements are apart, the backward and slower GPUs (an A100) keep
     their plans."""
     fast, plain = CudaBackend("cuda", 90, fast_memory=True), CudaBackend("cuda", 90)
     for n_rows in (1 << 16, 3000):
@@ -752,7 +756,7 @@ def test_cuda_whole_bfloat16_rows_read_as_words_from_16_warps(n_cols: int, words
     aligned) as 32-bit words on plans of 16 warps and more (``cuda.WORD_ROW_WARPS``), where
     every row is contiguous whole words (``RowLayout.word_rows``); rows read from a body found
     from their address always; rows of odd strides or elements apart, and Ascend, never."""
-    fast = CudaBackend("cuda", 90, fast_memory=True)
+    fast = CudaBackend("cuda", 90, fast_memory=True, fastest_memory=True)
     layout = _contiguous(4096, n_cols)
     p = launcher.plan(layout, 2, 132, fast)
     be = fast.for_layout(layout, 2)
@@ -829,37 +833,49 @@ def test_cuda_2_byte_rows_longer_than_16384_run_online(n_cols: int) -> None:
     assert launcher.plan(_contiguous(4096, 16384), 2, 132, be).variant == "tile"
 
 
-#: The Triton driver's properties of an H100 SXM and of the lent H200 (memory clock in kHz and
-#: bus width in bits, as CUDA reports them; the H200's read there on 2026-11-28).
+#: The Triton driver's properties of an A100 80GB, an H100 SXM and the lent H200 (memory clock
+#: in kHz and bus width in bits, as CUDA reports them; the H200's read there on 2026-11-28, the
+#: H100's clock on 2026-12-07).
+A100 = {"multiprocessor_count": 108, "mem_clock_rate": 1593000, "mem_bus_width": 5120}
 H100 = {"multiprocessor_count": 132, "mem_clock_rate": 2619000, "mem_bus_width": 5120}
 H200 = {"multiprocessor_count": 132, "mem_clock_rate": 3201000, "mem_bus_width": 6016}
 
 
 def test_cuda_memory_bytes_per_sm() -> None:
     """Peak DRAM bytes a second per SM from a driver's properties: the H200's (4.8 TB/s) past
-    the line of fast memory, the H100's (3.35 TB/s) under it; 0 where the driver does not say."""
+    the line of the fastest memory, the H100's (3.35 TB/s) between it and that of fast memory,
+    the A100's (2.0 TB/s) under both; 0 where the driver does not say."""
     assert memory_bytes_per_sm(H200) == pytest.approx(4.814e12 / 132, rel=1e-3)
     assert memory_bytes_per_sm(H100) == pytest.approx(3.352e12 / 132, rel=1e-3)
-    assert memory_bytes_per_sm(H200) > FAST_MEMORY_BYTES_PER_SM > memory_bytes_per_sm(H100)
+    assert memory_bytes_per_sm(A100) == pytest.approx(2.039e12 / 108, rel=1e-3)
+    assert (memory_bytes_per_sm(H200) > FASTEST_MEMORY_BYTES_PER_SM > memory_bytes_per_sm(H100)
+            > FAST_MEMORY_BYTES_PER_SM > memory_bytes_per_sm(A100))
     assert memory_bytes_per_sm({"multiprocessor_count": 132}) == 0
 
 
-@pytest.mark.parametrize("props,fast", [(H100, False), (H200, True)], ids=["h100", "h200"])
+@pytest.mark.parametrize("props,fast,fastest", [
+    (A100, False, False), (H100, True, False), (H200, True, True)], ids=["a100", "h100", "h200"])
 def test_cuda_plans_for_the_memory_of_the_device(monkeypatch: pytest.MonkeyPatch,
-                                                  props: dict[str, int], fast: bool) -> None:
+                                                  props: dict[str, int], fast: bool,
+                                                  fastest: bool) -> None:
     """CUDA's rules for a device (``for_device``) follow its memory, its rows' rules keep that
     (``for_layout``), and a launch is planned by the device's rules: 4096 float32 rows of 20001
-    elements run online on the H200, one block a row on the H100. Planned without a GPU:
-    nothing is launched."""
+    elements run online on the H100 and the H200, one block a row on the A100; 4096 bfloat16
+    rows of 32768 in chunks of 8192 on the H200 alone. Planned without a GPU: nothing is
+    launched."""
     monkeypatch.setattr(_compat, "device_properties", lambda index: props)
     be = CudaBackend("cuda", 90).for_device(0)
-    assert be.fast_memory is fast
+    assert (be.fast_memory, be.fastest_memory) == (fast, fastest)
     layout = _contiguous(4096, 20001)
-    assert be.for_layout(layout, 4).fast_memory is fast
+    rows = be.for_layout(layout, 4)
+    assert (rows.fast_memory, rows.fastest_memory) == (fast, fastest)
     _plan_launches_by(monkeypatch, be)
     launch = launcher.prepare_softmax(torch.float32, torch.float32, torch.device("cuda", 0),
                                       layout)
     assert launch.plan.variant == ("online" if fast else "tile")
+    launch = launcher.prepare_softmax(torch.bfloat16, torch.bfloat16, torch.device("cuda", 0),
+                                      _contiguous(4096, 32768))
+    assert launch.plan.block_n == (8192 if fastest else 16384)
     assert AscendBackend("Ascend910B3").for_device(0) == AscendBackend("Ascend910B3")
 
 
@@ -872,7 +888,7 @@ def test_cuda_float32_rows_of_16385_to_32768_run_online_on_fast_memory(
     """On a GPU of fast memory, the forward's float32 rows of 16385-32768 elements, at least as
     many as SMs, run the online kernel on 16 warps (8 for these 4096 rows with a last chunk,
     above), in chunks of 8192 up to 24576 elements and of 16384 above. The backward, fewer rows
-    than SMs and rows of up to 16384 elements keep the plans of other GPUs (the H100's)."""
+    than SMs and rows of up to 16384 elements keep the plans of slower GPUs (an A100's)."""
     fast, plain = CudaBackend("cuda", 90, fast_memory=True), CudaBackend("cuda", 90)
     layout = _contiguous(4096, n_cols)
     p = launcher.plan(layout, 4, 132, fast)
@@ -891,14 +907,18 @@ def test_cuda_float32_rows_of_16385_to_32768_run_online_on_fast_memory(
 @pytest.mark.parametrize("n_cols,last", [
     (16385, 0), (20001, 4096), (20481, 0), (21001, 0), (24001, 0), (24577, 0),
     (26000, 2048), (30001, 0), (32768, 0), (36000, 4096), (40001, 0), (40960, 0)])
-def test_cuda_2_byte_rows_of_up_to_40960_in_short_chunks_on_fast_memory(n_cols: int,
-                                                                        last: int) -> None:
-    """On a GPU of fast memory, the forward's 2-byte rows of 16385-40960 elements, 16-byte
-    aligned or not, run the online kernel in chunks of 8192 on 8 warps (at most 64 registers a
-    thread with a last chunk); longer rows and the backward keep the plans of other GPUs (the
-    H100's, chunks of 16384 from 20481 or 24577 elements)."""
-    fast, plain = CudaBackend("cuda", 90, fast_memory=True), CudaBackend("cuda", 90)
+def test_cuda_2_byte_rows_of_up_to_40960_in_short_chunks_on_fastest_memory(n_cols: int,
+                                                                           last: int) -> None:
+    """On a GPU of the fastest memory (the H200), the forward's 2-byte rows of 16385-40960
+    elements, 16-byte aligned or not, run the online kernel in chunks of 8192 on 8 warps (at
+    most 64 registers a thread with a last chunk); longer rows and the backward keep the plans
+    of other GPUs, and GPUs of fast memory (the H100) those of slower ones (chunks of 16384 from
+    20481 or 24577 elements)."""
+    fast = CudaBackend("cuda", 90, fast_memory=True, fastest_memory=True)
+    plain = CudaBackend("cuda", 90)
     layout = _contiguous(4096, n_cols)
+    assert (launcher.plan(layout, 2, 132, CudaBackend("cuda", 90, fast_memory=True))
+            == launcher.plan(layout, 2, 132, plain))
     p = launcher.plan(layout, 2, 132, fast)
     assert (p.variant, p.block_n, p.last_n) == ("online", 8192, last)
     options = fast.for_layout(layout, 2).options(p, 2)
@@ -918,7 +938,7 @@ def test_cuda_2_byte_rows_of_up_to_40960_in_short_chunks_on_fast_memory(n_cols: 
 def test_cuda_2_byte_rows_of_8705_to_15360_online_on_fast_memory(n_cols: int, last: int) -> None:
     """On a GPU of fast memory, the forward's 2-byte rows of 8705-15360 elements, 16-byte
     aligned or not, at least as many as SMs, run the online kernel in chunks of 4096 on 4 warps
-    (no register cap), where other GPUs (the H100) hold them in the row kernel. Rows of 8193-8704
+    (no register cap), where slower GPUs (an A100) hold them in the row kernel. Rows of 8193-8704
     (short tails), 15361-16384, fewer rows than SMs, float32 rows and the backward keep the
     plans of other GPUs."""
     fast, plain = CudaBackend("cuda", 90, fast_memory=True), CudaBackend("cuda", 90)

@@ -313,9 +313,20 @@ ALIGNED_WIDE_TAIL_WAVES = 4
 #: kernel in the forward (``CudaBackend.online_rows``).
 MAX_HALF_TILE_COLS = 16384
 #: DRAM bytes a second per SM (``memory_bytes_per_sm``) from which a GPU counts as one of fast
-#: memory (``CudaBackend.fast_memory``): 36e9 on the lent H200 (4.8 TB/s over 132 SMs), 25e9
-#: on the H100 SXM (3.35 TB/s), where every other rule here was measured.
-FAST_MEMORY_BYTES_PER_SM = 32e9
+#: memory (``CudaBackend.fast_memory``): 25e9 on the H100 SXM (3.35 TB/s over 132 SMs), 36e9 on
+#: the lent H200 (4.8 TB/s); 19e9 on an A100 80GB and 17e9 on an H100 PCIe, which keep the other
+#: rules, measured on the H100 SXM before the rules of fast memory. Those were measured on the
+#: H200; the H100 SXM ran them too in a benchmark (2026-12-07, seventy-second session,
+#: docs/tuning.md), every rule of fast memory forced against its own, one process each, 74
+#: shapes: bf16 231884x69 1519 -> 1878 GB/s, 253968x63 1819 -> 2097, 164948x97 1949 -> 2115,
+#: 32768x777 and fp32 164948x97 +6%, fp32 64x151936 1793 -> 1907, 32x151936 +4%, a median of
+#: 0.998; they lost on 2-byte rows of 16385-40960 (``FASTEST_MEMORY_BYTES_PER_SM``).
+FAST_MEMORY_BYTES_PER_SM = 24e9
+#: ... and from which it counts as one of the fastest memory (``CudaBackend.fastest_memory``):
+#: the H200, not the H100 SXM, whose 2-byte rows of 16385-40960 elements lost 7% in chunks of
+#: ``SHORT_HALF_CHUNK`` (``MAX_FAST_SHORT_HALF_CHUNK_COLS``) in that benchmark (bf16 4096x32000
+#: 2927 -> 2714, 4096x32768 2943 -> 2731).
+FASTEST_MEMORY_BYTES_PER_SM = 32e9
 #: Longest float32 row the forward holds in the row kernel on a GPU of fast memory: longer ones
 #: run the online kernel (``CudaBackend.online_rows``).
 MAX_FAST_FLOAT_TILE_COLS = 16384
@@ -335,7 +346,7 @@ MAX_FAST_FLOAT_SHORT_CHUNK_COLS = 24576
 FAST_FLOAT_NARROW_CHUNK_WARPS = 8
 FAST_FLOAT_NARROW_CHUNK_MIN_ROWS = 1024
 #: Longest 2-byte row the forward's online kernel reads in chunks of ``SHORT_HALF_CHUNK``
-#: elements on 8 warps, 16-byte aligned or not, on a GPU of fast memory (``chunk_elems``).
+#: elements on 8 warps, 16-byte aligned or not, on a GPU of the fastest memory (``chunk_elems``).
 #: Through the API on the H200 (2026-11-28, fiftieth session, docs/tuning.md), one process, two
 #: rounds, against chunks of 16384 on 16 warps: bf16 4096x21001 2750 -> 3370 GB/s, 4096x24001
 #: 3063 -> 3637, 4096x24800 2979 -> 3556, 1024x26000 2598 -> 2919, 4096x30001 3253 -> 3546,
@@ -684,7 +695,7 @@ class CudaBackend(Backend):
                  aligned_columns: bool = False, strided_rows: bool = False,
                  short_tile: ShortTile = NO_SHORT_TILE, warp_size: int = TUNED_WARP_SIZE,
                  fast_memory: bool = False, narrow_float_chunks: bool = False,
-                 odd_rows: bool = False) -> None:
+                 odd_rows: bool = False, fastest_memory: bool = False) -> None:
         self.name = name
         self.arch = arch
         #: Threads of the target's warps (``GPUTarget.warp_size``).
@@ -717,6 +728,8 @@ class CudaBackend(Backend):
         self.short_tile = short_tile
         #: A device of fast memory (``FAST_MEMORY_BYTES_PER_SM``, ``for_device``).
         self.fast_memory = fast_memory
+        #: A device of the fastest memory (``FASTEST_MEMORY_BYTES_PER_SM``, ``for_device``).
+        self.fastest_memory = fastest_memory
         #: The forward's float32 rows of 16385-24576 elements on fast memory, at least
         #: ``FAST_FLOAT_NARROW_CHUNK_MIN_ROWS`` of them (``for_layout``).
         self.narrow_float_chunks = narrow_float_chunks
@@ -726,12 +739,12 @@ class CudaBackend(Backend):
         self.odd_rows = odd_rows
 
     def for_device(self, device_index: int) -> CudaBackend:
-        fast = (memory_bytes_per_sm(_compat.device_properties(device_index))
-                >= FAST_MEMORY_BYTES_PER_SM)
-        if fast == self.fast_memory:
+        memory = memory_bytes_per_sm(_compat.device_properties(device_index))
+        fast, fastest = memory >= FAST_MEMORY_BYTES_PER_SM, memory >= FASTEST_MEMORY_BYTES_PER_SM
+        if (fast, fastest) == (self.fast_memory, self.fastest_memory):
             return self
         twin = copy.copy(self)  # every other rule as it is
-        twin.fast_memory = fast
+        twin.fast_memory, twin.fastest_memory = fast, fastest
         return twin
 
     def for_layout(self, layout: RowLayout, itemsize: int, streams: int = 1) -> CudaBackend:
@@ -753,7 +766,8 @@ class CudaBackend(Backend):
                 self.narrow_float_chunks, self.odd_rows):
             return self
         return CudaBackend(self.name, self.arch, unaligned, streams, hinted, transposed, aligned,
-                           strided, short, self.warp_size, self.fast_memory, narrow, odd)
+                           strided, short, self.warp_size, self.fast_memory, narrow, odd,
+                           self.fastest_memory)
 
     def row_blocks(self, block_n: int, itemsize: int) -> int:
         # Several programs share an SM, so short rows are cut into at least 4 row blocks per
@@ -1061,7 +1075,7 @@ class CudaBackend(Backend):
 
     def _most_short_half_chunk_cols(self) -> int:
         # The forward's 2-byte rows read in chunks of ``SHORT_HALF_CHUNK`` (``chunk_elems``).
-        if self.fast_memory:
+        if self.fastest_memory:
             return MAX_FAST_SHORT_HALF_CHUNK_COLS
         return (MAX_SHORT_HALF_CHUNK_COLS if self.unaligned_rows
                 else MAX_ALIGNED_SHORT_HALF_CHUNK_COLS)
