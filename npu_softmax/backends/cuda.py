@@ -316,16 +316,17 @@ MAX_HALF_TILE_COLS = 16384
 #: memory (``CudaBackend.fast_memory``): 25e9 on the H100 SXM (3.35 TB/s over 132 SMs), 36e9 on
 #: the lent H200 (4.8 TB/s); 19e9 on an A100 80GB and 17e9 on an H100 PCIe, which keep the other
 #: rules, measured on the H100 SXM before the rules of fast memory. Those were measured on the
-#: H200; the H100 SXM ran them too in a benchmark (2026-12-07, seventy-second session,
-#: docs/tuning.md), every rule of fast memory forced against its own, one process each, 74
-#: shapes: bf16 231884x69 1519 -> 1878 GB/s, 253968x63 1819 -> 2097, 164948x97 1949 -> 2115,
-#: 32768x777 and fp32 164948x97 +6%, fp32 64x151936 1793 -> 1907, 32x151936 +4%, a median of
-#: 0.998; they lost on 2-byte rows of 16385-40960 (``FASTEST_MEMORY_BYTES_PER_SM``).
+#: H200; the H100 SXM ran them too (2026-12-07, seventy-second session, docs/tuning.md): two
+#: benchmarks of 74 shapes, its own rules and then every rule of fast memory forced, bf16
+#: 231884x69 1536 -> 1901 GB/s, 253968x63 1819 -> 2096, 164948x97 1949 -> 2114, 32768x777 2377
+#: -> 2520, fp32 164948x97 2465 -> 2606, 64x151936 1793 -> 1907, 32x151936 1663 -> 1729, a
+#: median of 0.998; they lost on 2-byte rows of 16385-40960 (``FASTEST_MEMORY_BYTES_PER_SM``).
 FAST_MEMORY_BYTES_PER_SM = 24e9
 #: ... and from which it counts as one of the fastest memory (``CudaBackend.fastest_memory``):
 #: the H200, not the H100 SXM, whose 2-byte rows of 16385-40960 elements lost 7% in chunks of
-#: ``SHORT_HALF_CHUNK`` (``MAX_FAST_SHORT_HALF_CHUNK_COLS``) in that benchmark (bf16 4096x32000
-#: 2927 -> 2714, 4096x32768 2943 -> 2731).
+#: ``SHORT_HALF_CHUNK`` (``MAX_FAST_SHORT_HALF_CHUNK_COLS``) in those benchmarks (bf16
+#: 4096x32000 2928 -> 2714, 4096x32768 2942 -> 2731; in a lab, 2048x40000 2805-2814 ->
+#: 2459-2469).
 FASTEST_MEMORY_BYTES_PER_SM = 32e9
 #: Longest float32 row the forward holds in the row kernel on a GPU of fast memory: longer ones
 #: run the online kernel (``CudaBackend.online_rows``).
