@@ -1051,7 +1051,7 @@ class CudaBackend(Backend):
         # (72-77% with 8192); 2-byte rows at 16384 up to 81920 elements (86% at 65536, 82-84%
         # with 32768) and at 32768 above; those of up to 20480 elements in the forward at 8192
         # (``MAX_SHORT_HALF_CHUNK_COLS``), aligned ones of up to 24576
-        # (``MAX_ALIGNED_SHORT_HALF_CHUNK_COLS``), all of up to 40960 on fast memory
+        # (``MAX_ALIGNED_SHORT_HALF_CHUNK_COLS``), all of up to 40960 on the fastest memory
         # (``MAX_FAST_SHORT_HALF_CHUNK_COLS``).
         if self._fast_small_chunk_row(n_cols, itemsize):
             return FAST_SMALL_CHUNK
