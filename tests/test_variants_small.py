@@ -22,14 +22,17 @@ TOL = {torch.float32: 1e-6, torch.float16: 1e-3, torch.bfloat16: 8e-3}
 
 @pytest.mark.parametrize("variant", ["tile", "online", "split", "cols"])
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16])
-@pytest.mark.parametrize("shape", [(3, 1), (7, 300), (2, 2500)])
+@pytest.mark.parametrize("shape", [(3, 1), (7, 300), (2, 2500), (2, 2501)])
 @pytest.mark.parametrize(("temperature", "offset"), [(0.6, 0.0), (0.6, 150.0), (2.0, 250.0)])
 def test_variant_matches_torch(kernel_device: str, variant: str, dtype: torch.dtype,
                                shape: tuple[int, int], temperature: float,
                                offset: float) -> None:
     # A temperature: the row and tile kernels hold 2-byte rows unscaled until they use them.
     # Rows far from 0 need the scaled max as their shift: shifted by the unscaled one, the
-    # largest exp overflows (``temperature`` < 1) or underflows to 0 (> 1).
+    # largest exp overflows (``temperature`` < 1) or underflows to 0 (> 1). Rows of 2501 are
+    # not whole 16-byte vectors: the kernels read the elements around each row's aligned body
+    # apart, and the looped ones take those elements' max before their scale
+    # (``_merge_raw_stats``); rows of 300 and 2500 are read whole, in runs of 8 bytes.
     x = (torch.randn(shape, dtype=torch.float32) * 4 + offset).to(dtype).to(kernel_device)
     y = softmax(x, variant=variant, temperature=temperature)
     ref = torch.softmax(x.cpu().double() / temperature, -1)
