@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from fractions import Fraction
 
 import pytest
@@ -162,6 +163,39 @@ def test_float64_temperatures_far_from_one(device: str, name: str, temperature: 
     torch_fn = torch.log_softmax if log else torch.softmax
     assert_close(dx * temperature, reference_grad(torch_fn, x, dy, -1, temperature) * temperature,
                  torch.float64)
+
+
+def _float32_scale(launch: Callable[..., launcher.Launch]) -> Callable[..., launcher.Launch]:
+    # ``launch`` (``launcher.launch_softmax`` or its backward) with its ``scale`` rounded to
+    # float32, as compiled kernels take it.
+    def run(*args: object, scale: float = 1.0, **kwargs: object) -> launcher.Launch:
+        return launch(*args, scale=torch.tensor(scale, dtype=torch.float32).item(), **kwargs)
+    return run
+
+
+@pytest.mark.parametrize("name", FUNCS)
+def test_float64_temperatures_never_reach_the_kernels_as_a_float32_scale(
+        kernel_device: str, name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Compiled kernels take their ``scale`` (``1 / temperature``) as a float32 (Triton passes
+    a Python float so), which would cost float64 results all but 7 digits; the interpreter
+    keeps it float64. Here the launches get it rounded to float32 as a device would: float64
+    results at temperature 1.7 still hold float64 accuracy (forward, out=, in place,
+    gradient)."""
+    _supported(kernel_device, torch.float64)
+    fn, fn_, log = FUNCS[name]
+    for launch in ("launch_softmax", "launch_softmax_backward"):
+        monkeypatch.setattr(launcher, launch, _float32_scale(getattr(launcher, launch)))
+    monkeypatch.setattr(eager, "_calls", {})
+    x = (torch.randn(6, 50, dtype=torch.float64) * 3).to(kernel_device).requires_grad_()
+    expected = reference(x, -1, log, 1.7)
+    out = torch.full_like(x, math.nan, requires_grad=False)
+    fn(x.detach(), -1, temperature=1.7, out=out)
+    for y in (fn(x, -1, temperature=1.7), out, fn_(x.detach().clone(), -1, temperature=1.7)):
+        assert_close(y, expected, torch.float64)
+    dy = torch.randn(6, 50, dtype=torch.float64, device=kernel_device)
+    (dx,) = torch.autograd.grad(fn(x, -1, temperature=1.7), x, dy)
+    torch_fn = torch.log_softmax if log else torch.softmax
+    assert_close(dx, reference_grad(torch_fn, x, dy, -1, 1.7), torch.float64)
 
 
 @pytest.mark.parametrize("name", FUNCS)
