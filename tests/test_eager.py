@@ -158,9 +158,13 @@ def test_repeat_calls_on_misaligned_views(kernel_device: str, fresh_calls: dict,
 
 
 def test_signature_tells_calls_apart(device: str, fresh_calls: dict) -> None:
-    """Shapes, strides, dims, dtypes and temperatures each get their own launch."""
+    """Shapes, strides, dims, dtypes and temperatures each get their own launch: ``x`` in
+    another memory order (the same shape, other strides) and ``x.half()`` too, whose results
+    the interpreter would compute right from ``x``'s launch (it reads the tensors it is given),
+    where a GPU would start the binary of ``x``'s kept launch on them."""
     x = torch.randn(6, 10, 12, device=device)
     cases = [(x, -1, {}), (x, 1, {}), (x, 0, {}), (x.transpose(1, 2), -1, {}),
+             (x.transpose(0, 2).contiguous().transpose(0, 2), -1, {}),
              (x[:, :, :7], -1, {}), (x, -1, {"temperature": 0.5}),
              (x, -1, {"dtype": torch.float16}), (x.half(), -1, {})]
     for _ in range(2):
@@ -170,6 +174,26 @@ def test_signature_tells_calls_apart(device: str, fresh_calls: dict) -> None:
                                  dtype=kwargs.get("dtype"))
             assert y.dtype == kwargs.get("dtype", t.dtype)
             assert_softmax_close(y, expected)
+    # Every signature kept apart, but the one whose call casts its input (dtype=float16),
+    # which is never kept; nothing is kept where CPU tensors take torch's softmax.
+    assert len(fresh_calls) == (len(cases) - 1 if launcher.serves(x.device) else 0)
+
+
+def test_backward_signature_tells_calls_apart(device: str, fresh_calls: dict) -> None:
+    """Gradients of one shape over other dims, at other temperatures and of log_softmax each
+    get their own backward launch: a kept one would scale by another temperature."""
+    x = torch.randn(6, 10, 12, device=device)
+    dy = torch.randn(6, 10, 12, device=device)
+    cases = [(npu_softmax.softmax, torch.softmax, -1, 1.0),
+             (npu_softmax.softmax, torch.softmax, -1, 0.5),
+             (npu_softmax.softmax, torch.softmax, 1, 0.5),
+             (npu_softmax.log_softmax, torch.log_softmax, -1, 0.5),
+             (npu_softmax.log_softmax, torch.log_softmax, -1, 2.0)]
+    for _ in range(2):
+        for fn, torch_fn, dim, t in cases:
+            xg = x.clone().requires_grad_()
+            (dx,) = torch.autograd.grad(fn(xg, dim, temperature=t), xg, dy)
+            assert_close(dx, reference_grad(torch_fn, x, dy, dim, t), torch.float32)
 
 
 def test_repeat_calls_still_check_arguments(device: str, fresh_calls: dict) -> None:
