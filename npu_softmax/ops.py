@@ -243,8 +243,9 @@ def eager_forward(key: tuple, x: Tensor, dim: int, out_dtype: torch.dtype, tempe
                   log: bool, variant: Optional[str]) -> Tensor:
     """The forward of a checked eager call (``dim`` wrapped, ``temperature`` a float) without
     the op's dispatch: a repeat of the kept launch of signature ``key``, or the signature's
-    first call, which is then kept."""
-    y = eager.repeat(key, x)
+    first call, which is then kept. A negated view (``is_neg()``) never repeats a launch: its
+    signature is that of the plain view of its memory, which the kernels would read."""
+    y = None if x.is_neg() else eager.repeat(key, x)
     if y is None:
         y, launch = run_forward(x, dim, out_dtype, temperature, log, variant)
         eager.remember(key, (x,), y, launch, (dim, out_dtype, temperature, log, variant))

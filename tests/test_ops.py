@@ -424,6 +424,32 @@ def test_negated_views(device: str, name: str) -> None:
     assert_close(dx, reference_grad(torch_fn, a, dy.resolve_neg(), -1), torch.float32)
 
 
+@pytest.mark.parametrize("name", FUNCS)
+def test_negated_views_never_repeat_a_plain_views_launch(device: str, name: str) -> None:
+    """``z.conj().imag`` has the shape, strides and dtype of ``z.imag``: a launch kept for the
+    plain view reads memory, and must not serve the negated one (as input, out= or in place)."""
+    fn, fn_, log = FUNCS[name]
+
+    def views() -> tuple[torch.Tensor, torch.Tensor]:
+        z = torch.randn(4, 33, dtype=torch.complex64, device=device) * 3
+        return z.imag, z.conj().imag
+
+    try:
+        plain, negated = views()
+    except (RuntimeError, TypeError):
+        pytest.skip(f"no complex64 tensors on {device}")
+    assert not plain.is_neg() and negated.is_neg() and plain.stride() == negated.stride()
+    for x in (plain, negated):
+        assert_close(fn(x, -1), reference(x.resolve_neg(), -1, log), torch.float32)
+    x = torch.randn(4, 33, device=device)
+    for out in views():
+        assert fn(x, -1, out=out) is out
+        assert_close(out, reference(x, -1, log), torch.float32)
+    for y in views():
+        expected = reference(y.resolve_neg(), 0, log)
+        assert_close(fn_(y, 0), expected, torch.float32)
+
+
 def test_dtype_positionally(device: str) -> None:
     """``dtype`` is the third positional argument, as in ``torch.softmax(x, dim, dtype)``."""
     x = torch.randn(3, 8, device=device).to(torch.bfloat16)
