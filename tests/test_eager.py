@@ -7,10 +7,16 @@ from collections.abc import Iterator
 
 import pytest
 import torch
-from _ref import assert_close, assert_softmax_close, reference, reference_grad
+from _ref import (
+    assert_close,
+    assert_softmax_close,
+    autocast_or_skip,
+    reference,
+    reference_grad,
+)
 
 import npu_softmax
-from npu_softmax import checks, cuda_start, eager, launcher, ops
+from npu_softmax import amp, checks, cuda_start, eager, launcher, ops
 from npu_softmax.checks import supported_dtypes
 
 VARIANTS = [None, "tile", "online", "split"]
@@ -211,6 +217,24 @@ def test_repeat_calls_still_check_arguments(device: str, fresh_calls: dict) -> N
         npu_softmax.softmax(x, 1, temperature=[2.0])
     with pytest.raises(IndexError):
         npu_softmax.softmax(x, 2)
+
+
+@pytest.mark.parametrize("log", [False, True])
+def test_repeat_calls_under_autocast_take_its_dtype(device: str, fresh_calls: dict, log: bool,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """A signature kept outside ``torch.autocast`` is not repeated inside it, where the output
+    dtype is autocast's. CPU autocast leaves softmax alone; CUDA's makes float16 in float32
+    out, which ``amp``'s answer for this device type is set to here."""
+    ctx = autocast_or_skip(device, torch.bfloat16)
+    fn = npu_softmax.log_softmax if log else npu_softmax.softmax
+    monkeypatch.setitem(amp._dtypes, (device, torch.float16, torch.bfloat16, log),
+                        torch.float32)
+    x = torch.randn(5, 40, device=device).half()
+    assert fn(x, -1).dtype == torch.float16
+    with ctx:
+        y = fn(x, -1)
+    assert y.dtype == torch.float32
+    assert_close(y, reference(x, -1, log, dtype=torch.float32), torch.float32)
 
 
 def test_autograd_after_a_kept_call(device: str, fresh_calls: dict) -> None:
