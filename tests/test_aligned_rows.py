@@ -126,3 +126,17 @@ def test_bfloat16_rows_read_as_words_only_from_4_byte_aligned_inputs(
         assert_softmax_close(y, reference(x, -1), f"input {offset} elements in")
         # (A CUDA call whose pointers are 16-byte aligned may start past Triton, unseen.)
         assert seen in ([], [asked and x.data_ptr() % 4 == 0])
+
+
+@pytest.mark.parametrize("cols", [999, 4097])
+def test_bfloat16_rows_of_an_odd_length_are_not_read_as_words(kernel_device: str,
+                                                              cols: int) -> None:
+    """Rows of an odd length at even row strides (a column slice of wider rows) start 4-byte
+    aligned but end in half a word: read whole by the online kernel (into a transposed
+    output, whose strided rows take no window), their last element is not lost to the
+    second pass's word reads (``RowLayout.word_rows``). NaN-poisoned output, against
+    float64."""
+    x = _data((5, cols + 1), torch.bfloat16, kernel_device)[:, :cols]
+    out = torch.full((cols, 5), float("nan"), dtype=torch.bfloat16, device=kernel_device).t()
+    npu_softmax.softmax(x, -1, variant="online", out=out)
+    assert_softmax_close(out, reference(x, -1))
