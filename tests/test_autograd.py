@@ -61,6 +61,11 @@ def test_grad_strides(device: str, name: str, variant: str | None) -> None:
     dy_t = torch.randn(7, 9, 50, device=device).permute(2, 1, 0)  # non-contiguous dy
     fn(x, 0, variant=variant).backward(dy_t)
     assert_close(x.grad, reference_grad(torch_fn, x, dy_t, 0), torch.float32)
+    # Rows of one to a program (the tile variant's row kernel), dy's elements apart.
+    long = torch.randn(3, 3001, device=device, requires_grad=True)
+    dy_s = torch.randn(3, 6002, device=device)[:, ::2]
+    fn(long, -1, variant=variant).backward(dy_s)
+    assert_close(long.grad, reference_grad(torch_fn, long, dy_s, -1), torch.float32)
 
 
 def test_grad_upcast_dtype(device: str) -> None:

@@ -110,13 +110,17 @@ def test_columns_gradient(kernel_device: str, small_columns: None, case: tuple,
     x = _input(shape, transposed, dtype, kernel_device).requires_grad_()
     dy = torch.randn(x.shape).to(dtype).to(kernel_device)
     fn = npu_softmax.log_softmax if log else npu_softmax.softmax
-    (dx,) = torch.autograd.grad(fn(x, dim, temperature=1.3), x, dy)
-    ref = reference_grad(torch.log_softmax if log else torch.softmax, x, dy, dim, 1.3)
     y = fn(x.detach(), dim)
     layout = row_layout(y.shape, dim % y.dim(), dy.stride(), y.stride())
     p = launcher.plan(layout, x.element_size(), 4, launcher.backend(), streams=2)
     assert p.variant == "cols" or transposed, p  # a transposed input's y has rows contiguous
-    assert_close(dx, ref, dtype, scale=4.0)
+    # dy laid out as y, and in the reverse order of dims (its rows' elements apart otherwise).
+    flipped = list(reversed(range(x.dim())))
+    for g in (dy, torch.randn([x.shape[d] for d in flipped]).to(dtype).to(kernel_device)
+              .permute(*flipped)):
+        (dx,) = torch.autograd.grad(fn(x, dim, temperature=1.3), x, g)
+        ref = reference_grad(torch.log_softmax if log else torch.softmax, x, g, dim, 1.3)
+        assert_close(dx, ref, dtype, scale=4.0)
 
 
 @pytest.mark.parametrize("case", CASES, ids=lambda c: f"{c[0]}-dim{c[1]}{'T' * c[2]}")
