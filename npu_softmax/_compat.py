@@ -77,6 +77,16 @@ def device_properties(device_index: int) -> dict[str, Any]:
     return triton.runtime.driver.active.utils.get_device_properties(device_index)
 
 
+def cuda_arch(device_index: int) -> str:
+    """One CUDA device's compute capability as Triton's CUDA target spells its arch (``"90"``
+    for sm_90). The process's target (``get_current_target``) is that of the current device
+    alone, which on a host of two GPU generations is not every device's."""
+    import torch
+
+    major, minor = torch.cuda.get_device_capability(device_index)
+    return f"{major}{minor}"
+
+
 def compile_for_occupancy(kernel: Any, args: tuple, constexprs: dict[str, Any],
                           options: dict[str, Any]) -> tuple[int, int]:
     """Compile ``kernel`` for these arguments without launching it; return (registers per

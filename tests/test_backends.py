@@ -864,6 +864,7 @@ def test_cuda_plans_for_the_memory_of_the_device(monkeypatch: pytest.MonkeyPatch
     rows of 32768 in chunks of 8192 on the H200 alone. Planned without a GPU: nothing is
     launched."""
     monkeypatch.setattr(_compat, "device_properties", lambda index: props)
+    monkeypatch.setattr(_compat, "cuda_arch", lambda index: "90")
     be = CudaBackend("cuda", 90).for_device(0)
     assert (be.fast_memory, be.fastest_memory) == (fast, fastest)
     layout = _contiguous(4096, 20001)
@@ -877,6 +878,34 @@ def test_cuda_plans_for_the_memory_of_the_device(monkeypatch: pytest.MonkeyPatch
                                       _contiguous(4096, 32768))
     assert launch.plan.block_n == (8192 if fastest else 16384)
     assert AscendBackend("Ascend910B3").for_device(0) == AscendBackend("Ascend910B3")
+
+
+@pytest.mark.parametrize("target_arch", ["90", "80"])
+def test_cuda_devices_of_two_generations_plan_by_their_own_arch(
+        monkeypatch: pytest.MonkeyPatch, target_arch: str) -> None:
+    """On a host of an H100 (device 0) and an A100 (device 1), whichever is current when the
+    target is read, each device's rules take its own arch: the split's second kernel is a
+    programmatic dependent launch on the H100 alone (with a Triton that has it). Planned
+    without a GPU: nothing is launched."""
+    monkeypatch.setattr(_compat, "device_properties", lambda index: (H100, A100)[index])
+    monkeypatch.setattr(_compat, "cuda_arch", lambda index: ("90", "80")[index])
+    target = CudaBackend("cuda", target_arch)
+    hopper, ampere = target.for_device(0), target.for_device(1)
+    assert (hopper.arch, ampere.arch) == ("90", "80")
+    assert hopper.dependent_launch is _compat.HAS_DEPENDENT_LAUNCH
+    assert ampere.dependent_launch is False
+    assert (hopper.fast_memory, ampere.fast_memory) == (True, False)
+    assert hopper.for_layout(_contiguous(4, 131072), 4).dependent_launch is hopper.dependent_launch
+    assert ampere.for_layout(_contiguous(4, 131072), 4).dependent_launch is False
+    monkeypatch.setattr(launcher, "device_backend", lambda index: target.for_device(index))
+    monkeypatch.setattr(launcher, "core_count", lambda index: 132)
+    for index, be in enumerate((hopper, ampere)):
+        launch = launcher.prepare_softmax(torch.float32, torch.float32,
+                                          torch.device("cuda", index), _contiguous(4, 131072))
+        assert launch.plan.variant == "split"
+        first, second = launch.steps
+        assert first.constexprs["PDL"] is second.constexprs["PDL"] is be.dependent_launch
+        assert second.options.get("launch_pdl", False) is be.dependent_launch
 
 
 @pytest.mark.parametrize("n_cols,chunk,last", [

@@ -609,6 +609,12 @@ TWO_PROGRAM_REGS = 64
 WORD_ROW_WARPS = 16
 
 
+def _dependent_launch(name: str, arch: str | int) -> bool:
+    # Hopper (sm_90) and later, through upstream Triton's launch_pdl option.
+    return (name == "cuda" and _compat.HAS_DEPENDENT_LAUNCH
+            and str(arch).isdigit() and int(arch) >= 90)
+
+
 def memory_bytes_per_sm(props: dict[str, Any]) -> float:
     """Peak DRAM bytes a second per SM from a Triton driver's device properties (memory clock in
     kHz, double data rate, bus width in bits); 0 where the driver does not say."""
@@ -701,9 +707,7 @@ class CudaBackend(Backend):
         self.arch = arch
         #: Threads of the target's warps (``GPUTarget.warp_size``).
         self.warp_size = warp_size
-        # Hopper (sm_90) and later, through upstream Triton's launch_pdl option.
-        self.dependent_launch = (name == "cuda" and _compat.HAS_DEPENDENT_LAUNCH
-                                 and str(arch).isdigit() and int(arch) >= 90)
+        self.dependent_launch = _dependent_launch(name, arch)
         #: Rows that are not 16-byte aligned whole vectors (``for_layout``).
         self.unaligned_rows = unaligned_rows
         #: Tensors the kernels read per element (``for_layout``).
@@ -742,10 +746,14 @@ class CudaBackend(Backend):
     def for_device(self, device_index: int) -> CudaBackend:
         memory = memory_bytes_per_sm(_compat.device_properties(device_index))
         fast, fastest = memory >= FAST_MEMORY_BYTES_PER_SM, memory >= FASTEST_MEMORY_BYTES_PER_SM
-        if (fast, fastest) == (self.fast_memory, self.fastest_memory):
+        # A CUDA device's own arch: an Ampere card beside a Hopper one must not get the
+        # dependent launch (HIP's arch names no such rule).
+        arch = _compat.cuda_arch(device_index) if self.name == "cuda" else self.arch
+        if (fast, fastest, str(arch)) == (self.fast_memory, self.fastest_memory, str(self.arch)):
             return self
         twin = copy.copy(self)  # every other rule as it is
         twin.fast_memory, twin.fastest_memory = fast, fastest
+        twin.arch, twin.dependent_launch = arch, _dependent_launch(self.name, arch)
         return twin
 
     def for_layout(self, layout: RowLayout, itemsize: int, streams: int = 1) -> CudaBackend:
