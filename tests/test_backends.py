@@ -908,6 +908,33 @@ def test_cuda_devices_of_two_generations_plan_by_their_own_arch(
         assert second.options.get("launch_pdl", False) is be.dependent_launch
 
 
+@pytest.mark.parametrize("current", [0, 1])
+def test_hip_devices_of_two_warp_widths_plan_by_their_own_warps(
+        monkeypatch: pytest.MonkeyPatch, current: int) -> None:
+    """On a host of an RDNA GPU (warps of 32 threads, device 0) and a CDNA one (64, device 1),
+    whichever is current when the target is read, each device's rules take its own warp
+    width: float32 rows of 20001 elements (one row a program, 1024 threads) compile with 32
+    warps on the RDNA card and 16 on the CDNA one, never 2048 threads, past the 1024 a
+    workgroup may have. Planned without a GPU: nothing is launched."""
+    rdna = {"multiprocessor_count": 48, "warpSize": 32, "arch": "gfx1100"}
+    cdna = {"multiprocessor_count": 104, "warpSize": 64, "arch": "gfx90a"}
+    monkeypatch.setattr(_compat, "device_properties", lambda index: (rdna, cdna)[index])
+    target = for_target("hip", ("gfx1100", "gfx90a")[current], (32, 64)[current])
+    layout = _contiguous(4096, 20001)
+    monkeypatch.setattr(launcher, "device_backend", lambda index: target.for_device(index))
+    monkeypatch.setattr(launcher, "core_count", lambda index: 104)
+    for index, props in enumerate((rdna, cdna)):
+        be = target.for_device(index)
+        assert be.warp_size == props["warpSize"]
+        assert be.for_layout(layout, 4).warp_size == props["warpSize"]
+        launch = launcher.prepare_softmax(torch.float32, torch.float32,
+                                          torch.device("cuda", index), layout)
+        assert (launch.plan.variant, launch.plan.block_m) == ("tile", 1)
+        (step,) = launch.steps
+        assert step.options["num_warps"] * props["warpSize"] == 1024
+    assert target.for_device(current) is target
+
+
 @pytest.mark.parametrize("n_cols,chunk,last", [
     (16385, 8192, 0), (16400, 8192, 1024), (20001, 8192, 4096), (22000, 8192, 0),
     (24576, 8192, 0), (24577, 16384, 0), (26000, 16384, 0), (30001, 16384, 0),

@@ -744,16 +744,23 @@ class CudaBackend(Backend):
         self.odd_rows = odd_rows
 
     def for_device(self, device_index: int) -> CudaBackend:
-        memory = memory_bytes_per_sm(_compat.device_properties(device_index))
+        props = _compat.device_properties(device_index)
+        memory = memory_bytes_per_sm(props)
         fast, fastest = memory >= FAST_MEMORY_BYTES_PER_SM, memory >= FASTEST_MEMORY_BYTES_PER_SM
         # A CUDA device's own arch: an Ampere card beside a Hopper one must not get the
         # dependent launch (HIP's arch names no such rule).
         arch = _compat.cuda_arch(device_index) if self.name == "cuda" else self.arch
-        if (fast, fastest, str(arch)) == (self.fast_memory, self.fastest_memory, str(self.arch)):
+        # A HIP device's own warps: an RDNA card (32 threads) beside a CDNA one (64) has
+        # programs of twice the threads if sized by the other's (2048: past a workgroup's 1024).
+        warp_size = (int(props.get("warpSize") or self.warp_size) if self.name == "hip"
+                     else self.warp_size)
+        if (fast, fastest, str(arch), warp_size) == (
+                self.fast_memory, self.fastest_memory, str(self.arch), self.warp_size):
             return self
         twin = copy.copy(self)  # every other rule as it is
         twin.fast_memory, twin.fastest_memory = fast, fastest
         twin.arch, twin.dependent_launch = arch, _dependent_launch(self.name, arch)
+        twin.warp_size = warp_size
         return twin
 
     def for_layout(self, layout: RowLayout, itemsize: int, streams: int = 1) -> CudaBackend:
