@@ -196,8 +196,10 @@ def backward(grad: Tensor, output: Tensor, dim: int, input_dtype: torch.dtype,
         grad = grad.resolve_neg()
     key = None
     if eager.plain(grad) and type(output) is Tensor:
-        key = eager.signature(grad, output.stride(), output.dtype, dim, input_dtype,
-                              temperature, log, variant)
+        # The output's device too: a launch kept for both on one device never runs on an
+        # output on another (``_backward`` refuses such a pair).
+        key = eager.signature(grad, output.stride(), output.dtype, output.device, dim,
+                              input_dtype, temperature, log, variant)
         dx = eager.repeat(key, grad, output)
         if dx is not None:
             return dx
@@ -212,6 +214,11 @@ def _backward(grad: Tensor, output: Tensor, dim: int, input_dtype: torch.dtype,
               variant: Optional[str]) -> tuple[Tensor, Optional[launcher.Launch]]:
     # backward()'s first call of a signature: the gradient, and the launch when it ran on
     # (grad, output, dx) as given.
+    if grad.device != output.device:
+        # As torch's own backward: the launch, planned and run on grad's device, would read
+        # and write another device's memory.
+        raise RuntimeError(f"{op_name(log)} backward: grad is on {grad.device} but the output "
+                           f"is on {output.device}")
     if not launcher.serves(grad.device):
         # torch, in the kernels' arithmetic and rounded once, as ``forward_into``'s fallback.
         fn = torch._log_softmax_backward_data if log else torch._softmax_backward_data

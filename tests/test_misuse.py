@@ -239,6 +239,25 @@ def test_meta_tensors_get_shape_and_dtype() -> None:
         npu_softmax.softmax(z, out=torch.empty(2, 3, 5, dtype=torch.half))
 
 
+@pytest.mark.parametrize("log", [False, True])
+def test_backward_of_tensors_on_two_devices_is_refused(log: bool) -> None:
+    """A backward whose gradient and output are on different devices is refused, as torch's
+    own, first call or repeat of a kept signature alike: the launch is planned and run on the
+    gradient's device, so it would read and write the other device's memory (two GPUs; here
+    the CPU and ``meta``, which need none, through the body of the backward op and of aten's
+    routed backward: the dispatcher sends a call on a meta tensor to the fake kernel)."""
+    grad = torch.randn(4, 8)
+    output = torch.softmax(torch.randn(4, 8), 1)
+
+    def backward(output: torch.Tensor) -> torch.Tensor:
+        return npu_softmax.ops.backward(grad, output, 1, torch.float32, 1.0, log, None)
+
+    for _ in range(2):  # a first call, then a repeat of the signature kept by the good call
+        with pytest.raises(RuntimeError, match="grad is on cpu but the output is on meta"):
+            backward(output.to("meta"))
+        assert backward(output).device == grad.device
+
+
 def test_unserved_device_message_says_what_to_install() -> None:
     """A cuda tensor in a process whose Triton target is not cuda (say triton-ascend is the
     installed Triton) is told which Triton build serves it. Built from the message helper,
