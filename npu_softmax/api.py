@@ -141,8 +141,10 @@ def _dispatch(log: bool, x: torch.Tensor, dim: int, dtype: torch.dtype | None,
     if eager.transformed(x) or eager.transformed(out):
         # Under torch.func.vmap: the batch's result, copied in by torch's batched copy.
         return out.copy_(ops.checked_forward(x, wrapped, out_dtype, t, log, variant))
-    if eager.plain(x):
-        # Kept under the arguments as given, the key ``eager.repeat_into`` looks up.
+    if eager.plain(x) and eager.plain(out):
+        # Kept under the arguments as given, the key ``eager.repeat_into`` looks up. (An
+        # ``out`` of a tensor subclass, a wrapper without storage say, takes the op, as ``x``
+        # of one does.)
         key = (eager.into_signature(x, out, dim, dtype, temperature, variant, log)
                if type(out) is torch.Tensor else None)
         ops.run_out(x, out, wrapped, t, log, variant, key)

@@ -367,6 +367,22 @@ def test_out(device: str, name: str, variant: str | None, kind: str) -> None:
 
 
 @pytest.mark.parametrize("name", FUNCS)
+def test_out_of_a_wrapper_subclass(device: str, name: str) -> None:
+    """A plain input written into an ``out`` of a ``__torch_dispatch__`` wrapper subclass (no
+    storage of its own, as DTensor's) goes through the custom op, which the subclass unwraps,
+    as ``torch.softmax(x, out=...)`` does; it never reads the wrapper's storage."""
+    from torch.testing._internal.two_tensor import TwoTensor
+
+    fn, _, log = FUNCS[name]
+    x = torch.randn(6, 45, device=device)
+    out = TwoTensor(_poisoned((6, 45), torch.float32, device, "contiguous"),
+                    _poisoned((6, 45), torch.float32, device, "contiguous"))
+    assert fn(x, 1, temperature=0.7, out=out) is out
+    assert_close(out.a, reference(x, 1, log, 0.7), torch.float32)
+    assert_close(out.b, reference(x, 1, log, 0.7), torch.float32)
+
+
+@pytest.mark.parametrize("name", FUNCS)
 def test_out_and_in_place_bump_the_version(device: str, name: str) -> None:
     """A tensor written by out= or in place is marked modified, on a first and a repeated
     call, as torch's in-place ops mark it: autograd then refuses a gradient that saved its old
