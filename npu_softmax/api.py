@@ -40,7 +40,8 @@ def softmax(x: torch.Tensor, dim: int = -1, dtype: torch.dtype | None = None, *,
             instead of the launcher's choice; for tests and benchmarks.
         out: write the result here and return it: a tensor of ``x``'s shape, the output dtype and
             ``x``'s device, with any strides whose elements are distinct. It may be ``x`` itself
-            (as ``softmax_``) but must not otherwise share memory with ``x``. No autograd.
+            (as ``softmax_``) or share memory with ``x`` otherwise (interleaved views, a shifted
+            window): it then gets the softmax of ``x`` as it was before the call. No autograd.
 
     Returns:
         A new contiguous tensor of ``x.shape`` and dtype ``dtype or x.dtype`` on ``x``'s device
@@ -60,8 +61,8 @@ def softmax(x: torch.Tensor, dim: int = -1, dtype: torch.dtype | None = None, *,
             longer than the target's one-block tile, or ``out`` has the wrong shape.
         IndexError: ``dim`` is out of range.
         RuntimeError: a tensor is on a device the active Triton driver cannot serve, ``out`` is
-            on another device than ``x``, overlaps ``x`` partially or itself (a stride of 0), is
-            an inference tensor outside ``torch.inference_mode()``, or is used with autograd.
+            on another device than ``x``, overlaps itself (a stride of 0), is an inference
+            tensor outside ``torch.inference_mode()``, or is used with autograd.
     """
     if out is None:
         # A signature seen before skips everything else (see ``eager``); a call that autograd

@@ -133,25 +133,24 @@ def check_out(fn: str, x: torch.Tensor, out: object, out_dtype: torch.dtype) -> 
                            "expand()); pass a tensor whose elements are distinct")
 
 
-def check_no_partial_overlap(fn: str, x: torch.Tensor, out: torch.Tensor) -> None:
-    """``out`` shares no memory with ``x`` unless it is the very same view (in place).
+def overlaps_apart(x: torch.Tensor, out: torch.Tensor) -> bool:
+    """Whether ``out``'s memory may overlap ``x``'s without being the very same view (in
+    place).
 
-    Compared by byte ranges, so two interleaved views that touch distinct elements are refused
-    too (conservative; such a call can go through a separate buffer).
+    Compared by byte ranges, so two interleaved views that touch distinct elements count too
+    (conservative: such a call only goes through a separate buffer).
     """
     if x.numel() == 0 or x.untyped_storage().data_ptr() != out.untyped_storage().data_ptr():
-        return
+        return False
     if (x.data_ptr(), x.stride(), x.dtype) == (out.data_ptr(), out.stride(), out.dtype):
-        return
+        return False
 
     def extent(t: torch.Tensor) -> tuple[int, int]:
         last = sum((s - 1) * abs(st) for s, st in zip(t.shape, t.stride()))
         return t.data_ptr(), t.data_ptr() + (last + 1) * t.element_size()
 
     (a0, a1), (b0, b1) = extent(x), extent(out)
-    if a0 < b1 and b0 < a1:
-        raise RuntimeError(f"{fn}: out overlaps the input's memory without being the same view; "
-                           "pass the input itself for an in-place result, or a separate tensor")
+    return a0 < b1 and b0 < a1
 
 
 def supported_dtypes(device: torch.device) -> tuple[torch.dtype, ...]:

@@ -195,8 +195,8 @@ def repeat_into(x: object, out: object, dim: object, dtype: object, temperature:
     checks: plain tensors that autograd does not record, no ``torch.func`` transform or
     forward-mode AD, no tracing, no negated views, an ``out`` that may be written here (not an
     inference tensor outside inference mode), and ``out`` either ``x`` itself or in other
-    memory (two views of one storage take the full path, which checks that they do not
-    overlap partially). False otherwise; the caller then takes the full path."""
+    memory (two views of one storage take the full path, which puts the result through a
+    buffer where they overlap). False otherwise; the caller then takes the full path."""
     if (type(x) is not torch.Tensor or type(out) is not torch.Tensor
             or (torch.is_grad_enabled() and (x.requires_grad or out.requires_grad))
             or torch.compiler.is_compiling() or _jit_tracing() or _dispatch_modes()
