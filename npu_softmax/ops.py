@@ -117,7 +117,8 @@ def forward_into(x: Tensor, y: Tensor, dim: int, temperature: float, log: bool,
     """Write ``softmax(x / temperature)`` (``log_softmax`` with ``log``) along ``dim`` into ``y``.
 
     ``y`` has ``x``'s shape, any strides without internal overlap, and the output dtype; it may
-    be ``x`` itself. ``x`` is cast to ``y.dtype`` first, as torch does for ``dtype=``.
+    be ``x`` itself, or share its memory otherwise. ``x`` is cast to ``y.dtype`` first, as
+    torch does for ``dtype=``.
 
     Returns the ``launcher.Launch`` when the kernels ran on ``x`` and ``y`` as given (tensors of
     the same signature may repeat it), None when the call needed a cast, a copy or torch.
@@ -154,9 +155,12 @@ def forward_into(x: Tensor, y: Tensor, dim: int, temperature: float, log: bool,
         # contiguous buffer instead.
         xv, as_given = xv.contiguous(), False
         layout = row_layout(xv.shape, dim, xv.stride(), yv.stride())
-    if layout is None or yv.is_neg():
-        # Strides the kernels cannot address, or an output whose values are its memory negated
-        # (which the kernels would write as memory): through a buffer, copied in as values.
+    if layout is None or yv.is_neg() or checks.overlaps_apart(xv, yv):
+        # Strides the kernels cannot address, an output whose values are its memory negated
+        # (which the kernels would write as memory), or one that shares the input's memory
+        # without being it (interleaved views, a shifted window: programs would write elements
+        # that others have yet to read): through a buffer, copied in as values, so the output
+        # is the softmax of the input as it was.
         tmp = torch.empty(yv.shape, dtype=yv.dtype, device=yv.device)
         forward_into(xv, tmp, dim, temperature, log, variant)
         yv.copy_(tmp)
@@ -180,14 +184,6 @@ def run_out(x: Tensor, out: Tensor, dim: int, temperature: float, log: bool,
     ``eager.into_signature``, a launch that ran on ``x`` and ``out`` as given is kept under
     it."""
     checks.check_target(op_name(log), x, out.dtype)
-    if out is not x and checks.overlaps_apart(x, out):
-        # Programs would write elements that others have yet to read (interleaved views, a
-        # shifted window): the result goes into a buffer first, so ``out`` gets the softmax
-        # of the input as it was.
-        tmp = torch.empty(out.shape, dtype=out.dtype, device=out.device)
-        forward_into(x, tmp, dim, temperature, log, variant)
-        out.copy_(tmp)
-        return
     launch = forward_into(x, out, dim, temperature, log, variant)
     if key is not None:
         eager.remember_into(key, launch)
