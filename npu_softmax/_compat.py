@@ -87,6 +87,15 @@ def cuda_arch(device_index: int) -> str:
     return f"{major}{minor}"
 
 
+def max_threads_per_sm(device_index: int) -> int:
+    """Threads one SM (a CU on AMD) of a CUDA/HIP device keeps resident: 2048 on most NVIDIA
+    GPUs since Volta, 1536 on sm_86 and sm_89, 1024 on Turing. Triton's property dict does
+    not hold it; torch's does."""
+    import torch
+
+    return torch.cuda.get_device_properties(device_index).max_threads_per_multi_processor
+
+
 def compile_for_occupancy(kernel: Any, args: tuple, constexprs: dict[str, Any],
                           options: dict[str, Any]) -> tuple[int, int]:
     """Compile ``kernel`` for these arguments without launching it; return (registers per

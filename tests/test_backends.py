@@ -611,6 +611,7 @@ def test_cuda_grids_of_small_programs_are_128_an_sm_and_32_for_cols(
     props = {"multiprocessor_count": 132, "max_num_regs": 65536, "max_shared_mem": 232448,
              "warpSize": 32}
     monkeypatch.setattr(_compat, "device_properties", lambda index: props)
+    monkeypatch.setattr(_compat, "max_threads_per_sm", lambda index: 2048)
     # 128 registers a thread: 16 one-warp programs an SM, 8 of two warps, 1 of 16 warps.
     monkeypatch.setattr(_compat, "compile_for_occupancy", lambda *args: (128, 0))
     be = CudaBackend("cuda", 90)
@@ -636,6 +637,7 @@ def test_cuda_grids_of_rows_with_a_tail(monkeypatch: pytest.MonkeyPatch) -> None
     props = {"multiprocessor_count": 132, "max_num_regs": 65536, "max_shared_mem": 232448,
              "warpSize": 32}
     monkeypatch.setattr(_compat, "device_properties", lambda index: props)
+    monkeypatch.setattr(_compat, "max_threads_per_sm", lambda index: 2048)
     # 64 registers a thread: 4 programs of 8 warps an SM, 8 of 4 warps.
     monkeypatch.setattr(_compat, "compile_for_occupancy", lambda *args: (64, 0))
     be = CudaBackend("cuda", 90)
@@ -652,6 +654,24 @@ def test_cuda_grids_of_rows_with_a_tail(monkeypatch: pytest.MonkeyPatch) -> None
         p = launcher.plan(layout, 2, 132, be)
         assert (p.block_n, p.tail_n) == (8192, 2048 if n_cols > 9216 else 1024)
         assert be.for_layout(layout, 2).options(p, 2)["num_warps"] == warps
+
+
+@pytest.mark.parametrize("threads,programs", [(2048, 8), (1536, 6), (1024, 4)],
+                         ids=["sm90", "sm89", "sm75"])
+def test_cuda_grids_count_the_threads_each_device_keeps(
+        monkeypatch: pytest.MonkeyPatch, threads: int, programs: int) -> None:
+    """What an SM holds at once is bounded by the threads the device keeps resident (2048 on
+    Hopper, 1536 on Ada, 1024 on Turing), read per device: programs of 8 warps with a tail, 32
+    registers a thread (8 an SM by registers), are launched as many as the threads allow."""
+    props = {"multiprocessor_count": 128, "max_num_regs": 65536, "max_shared_mem": 101376,
+             "warpSize": 32}
+    monkeypatch.setattr(_compat, "device_properties", lambda index: props)
+    monkeypatch.setattr(_compat, "max_threads_per_sm", lambda index: (2048, threads)[index])
+    monkeypatch.setattr(_compat, "compile_for_occupancy", lambda *args: (32, 0))
+    be = CudaBackend("cuda", 89)
+    for index, held in enumerate((8, programs)):
+        assert be.max_programs(None, (), {"BLOCK_N": 8192, "TAIL_N": 1024},
+                               {"num_warps": 8}, index) == 128 * held
 
 
 def test_launches_compile_with_the_options_of_their_rows(monkeypatch: pytest.MonkeyPatch) -> None:

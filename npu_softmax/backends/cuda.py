@@ -28,8 +28,6 @@ class ShortTile(NamedTuple):
 
 #: No such tile.
 NO_SHORT_TILE = ShortTile()
-#: Resident threads per SM on every NVIDIA GPU since Volta (and per CU on AMD CDNA).
-MAX_THREADS_PER_SM = 2048
 #: Threads of the warps every warp count below is in (NVIDIA's). Where a target's warps are
 #: wider (AMD CDNA's wavefronts of 64), a program gets as many threads, in fewer warps: the
 #: elements a thread holds stay as tuned, and a program of 32 such warps, 2048 threads, would
@@ -1391,7 +1389,7 @@ class CudaBackend(Backend):
         n_regs, smem = _compat.compile_for_occupancy(kernel, args, constexprs, options)
         threads = options["num_warps"] * props["warpSize"]
         occupancy = min(props["max_num_regs"] // max(1, n_regs * threads),
-                        MAX_THREADS_PER_SM // threads)
+                        _compat.max_threads_per_sm(device_index) // threads)
         if smem > 0:
             occupancy = min(occupancy, props["max_shared_mem"] // smem)
         # What the SMs hold at once, one program an SM at least.
