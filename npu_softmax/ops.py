@@ -18,11 +18,11 @@ graph break; the forwards have autograd through the backward ops, which run the 
 kernels (no double backward through the ops; eager calls have it, see ``_EagerAutograd``). The
 out= and in-place ops refuse arguments that require grad and bump the version of the tensor
 they write.
-``dim`` is already wrapped to ``[0, ndim)`` by the caller; the ops check dtypes and devices
-against the Triton target (inside the op, so tracing never sees the driver lookup). Tensors on
-a device the kernels do not serve (CPU without the interpreter; meta, whose results have only
-a shape and dtype) run torch's own softmax, so every device the public API accepts has an
-implementation.
+``dim`` may be negative, as in torch's ops (``_op_dim``: scripted code calls the ops
+directly); the ops check dtypes and devices against the Triton target (inside the op, so
+tracing never sees the driver lookup). Tensors on a device the kernels do not serve (CPU
+without the interpreter; meta, whose results have only a shape and dtype) run torch's own
+softmax, so every device the public API accepts has an implementation.
 
 Eager calls from ``api`` skip the op's dispatch (``checked_forward``): ``eager_forward`` runs
 the op's body, under a ``torch.autograd.Function`` when autograd records the call. Forward,
@@ -449,6 +449,13 @@ def into_op(log: bool, inplace: bool, temperature: Union[float, Tensor]) -> torc
     return log_softmax_out if log else softmax_out
 
 
+def _op_dim(dim: int, ndim: int) -> int:
+    """An op's ``dim`` wrapped to ``[0, ndim)``, or torch's IndexError. The public functions
+    pass it wrapped; scripted code that calls the ops may not, and a negative dim would reach
+    the kernels' addressing as it is (they wrote out of bounds)."""
+    return dim if 0 <= dim < ndim else checks.wrap_dim(dim, ndim)
+
+
 def _define(log: bool) -> tuple:
     """Define the forward, backward, out and in-place ops of softmax (``log``: log-softmax)."""
     base = "log_softmax" if log else "softmax"
@@ -460,7 +467,7 @@ def _define(log: bool) -> tuple:
     # public call, which checks more.
     def forward(x: Tensor, dim: int, dtype: Optional[torch.dtype] = None,
                 temperature: float = 1.0, variant: Optional[str] = None) -> Tensor:
-        out_dtype = dtype or x.dtype
+        dim, out_dtype = _op_dim(dim, x.dim()), dtype or x.dtype
         if type(x) is not Tensor:
             return run_forward(x, dim, out_dtype, temperature, log, variant)[0]
         key = (*eager.forward_signature(x, dim, out_dtype, temperature, variant, log), "op")
@@ -468,19 +475,23 @@ def _define(log: bool) -> tuple:
 
     def forward_fake(x: Tensor, dim: int, dtype: Optional[torch.dtype] = None,
                      temperature: float = 1.0, variant: Optional[str] = None) -> Tensor:
+        _op_dim(dim, x.dim())
         checks.check_target(fn, x, dtype or x.dtype)
         return x.new_empty(x.shape, dtype=dtype or x.dtype)
 
     def grad(grad: Tensor, output: Tensor, dim: int, input_dtype: torch.dtype,
              temperature: float = 1.0, variant: Optional[str] = None) -> Tensor:
+        dim = _op_dim(dim, output.dim())
         return backward(grad, output, dim, input_dtype, temperature, log, variant)
 
     def grad_fake(grad: Tensor, output: Tensor, dim: int, input_dtype: torch.dtype,
                   temperature: float = 1.0, variant: Optional[str] = None) -> Tensor:
+        _op_dim(dim, output.dim())
         return output.new_empty(output.shape, dtype=input_dtype)
 
     def into(x: Tensor, out: Tensor, dim: int, temperature: float,
              variant: Optional[str]) -> None:
+        dim = _op_dim(dim, x.dim())
         if eager.repeat_into(x, out, dim, None, temperature, variant, log, "op"):
             return
         plain = type(x) is Tensor and type(out) is Tensor
@@ -494,12 +505,14 @@ def _define(log: bool) -> tuple:
 
     def out_fake(x: Tensor, dim: int, temperature: float, variant: Optional[str],
                  out: Tensor) -> None:
+        _op_dim(dim, x.dim())
         checks.check_target(fn, x, out.dtype)
 
     def inplace(x: Tensor, dim: int, temperature: float, variant: Optional[str]) -> None:
         into(x, x, dim, temperature, variant)
 
     def inplace_fake(x: Tensor, dim: int, temperature: float, variant: Optional[str]) -> None:
+        _op_dim(dim, x.dim())
         checks.check_target(fn, x, x.dtype)
 
     bwd_op = registry.define(

@@ -4,6 +4,7 @@ problem (and, for a missing or wrong Triton, what to install). ``out=`` errors l
 
 from __future__ import annotations
 
+import contextlib
 import math
 import operator
 from pathlib import Path
@@ -57,6 +58,45 @@ def test_dim_out_of_range(device: str, shape: tuple[int, ...], dim: int) -> None
         torch.softmax(x, dim)
     assert "Dimension out of range" in str(ours.value)
     assert str(ours.value) in str(theirs.value)
+
+
+@pytest.mark.parametrize("log", [False, True], ids=["softmax", "log_softmax"])
+def test_ops_take_negative_dims(device: str, log: bool) -> None:
+    """The custom ops, which scripted code calls directly, take a negative dim as torch's ops
+    do, and refuse one out of range with torch's IndexError, their fake kernels too. (A
+    negative dim reached the kernels' addressing unwrapped: they wrote out of bounds, and the
+    interpreter's process aborted.)"""
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    from npu_softmax import ops
+
+    fwd, fwd_t, bwd, into, inplace = (
+        (ops.log_softmax, ops.log_softmax_t, ops.log_softmax_backward, ops.log_softmax_out,
+         ops.log_softmax_) if log else
+        (ops.softmax, ops.softmax_t, ops.softmax_backward, ops.softmax_out, ops.softmax_))
+    torch_fn = torch.log_softmax if log else torch.softmax
+    x = torch.randn(3, 4, 5, device=device)
+    dy = torch.randn(3, 4, 5, device=device)
+    t = torch.tensor(0.5, dtype=torch.float64)
+    for dim in (-1, -3):
+        expected = reference(x, dim, log, 0.5)
+        out, y = torch.full_like(x, math.nan), x.clone()
+        into(x, dim, 0.5, None, out)
+        inplace(y, dim, 0.5, None)
+        for got in (fwd(x, dim, None, 0.5), fwd_t(x, dim, None, t), out, y):
+            assert_close(got, expected, torch.float32)
+        dx = bwd(dy, fwd(x, dim, None, 0.5), dim, torch.float32, 0.5)
+        assert_close(dx, reference_grad(torch_fn, x, dy, dim, 0.5), torch.float32)
+    with FakeTensorMode() as mode:
+        fake = mode.from_tensor(x)
+        assert fwd(fake, -1).shape == x.shape
+    for tensor, context in ((x, contextlib.nullcontext()), (fake, mode)):
+        for call in (lambda a: fwd(a, -4), lambda a: fwd(a, 3),
+                     lambda a: bwd(a, a, -4, torch.float32),
+                     lambda a: into(a, -4, 1.0, None, torch.empty_like(a)),
+                     lambda a: inplace(a.clone(), 3, 1.0, None)):
+            with pytest.raises(IndexError, match="Dimension out of range"), context:
+                call(tensor)
 
 
 def test_numpy_integer_dim(device: str) -> None:
