@@ -19,10 +19,12 @@ kernels (no double backward through the ops; eager calls have it, see ``_EagerAu
 out= and in-place ops refuse arguments that require grad and bump the version of the tensor
 they write.
 ``dim`` may be negative, as in torch's ops (``_op_dim``: scripted code calls the ops
-directly); the ops check dtypes and devices against the Triton target (inside the op, so
-tracing never sees the driver lookup). Tensors on a device the kernels do not serve (CPU
-without the interpreter; meta, whose results have only a shape and dtype) run torch's own
-softmax, so every device the public API accepts has an implementation.
+directly), and the backward and out= ops check that ``grad`` and ``out`` have the shape of
+``output`` and ``x`` (``checks.check_shape``); the ops check dtypes and devices against the
+Triton target (inside the op, so tracing never sees the driver lookup). Tensors on a device
+the kernels do not serve (CPU without the interpreter; meta, whose results have only a shape
+and dtype) run torch's own softmax, so every device the public API accepts has an
+implementation.
 
 Eager calls from ``api`` skip the op's dispatch (``checked_forward``): ``eager_forward`` runs
 the op's body, under a ``torch.autograd.Function`` when autograd records the call. Forward,
@@ -482,11 +484,14 @@ def _define(log: bool) -> tuple:
     def grad(grad: Tensor, output: Tensor, dim: int, input_dtype: torch.dtype,
              temperature: float = 1.0, variant: Optional[str] = None) -> Tensor:
         dim = _op_dim(dim, output.dim())
+        # Before a kept launch: its signature holds grad's shape, not the output's.
+        checks.check_shape(fn, "grad", grad, "the output", output)
         return backward(grad, output, dim, input_dtype, temperature, log, variant)
 
     def grad_fake(grad: Tensor, output: Tensor, dim: int, input_dtype: torch.dtype,
                   temperature: float = 1.0, variant: Optional[str] = None) -> Tensor:
         _op_dim(dim, output.dim())
+        checks.check_shape(fn, "grad", grad, "the output", output)
         return output.new_empty(output.shape, dtype=input_dtype)
 
     def into(x: Tensor, out: Tensor, dim: int, temperature: float,
@@ -494,6 +499,7 @@ def _define(log: bool) -> tuple:
         dim = _op_dim(dim, x.dim())
         if eager.repeat_into(x, out, dim, None, temperature, variant, log, "op"):
             return
+        checks.check_shape(fn, "out", out, "the input", x)  # a kept signature's shapes match
         plain = type(x) is Tensor and type(out) is Tensor
         key = eager.into_signature(x, out, dim, None, temperature, variant, log, "op") \
             if plain else None
@@ -506,6 +512,7 @@ def _define(log: bool) -> tuple:
     def out_fake(x: Tensor, dim: int, temperature: float, variant: Optional[str],
                  out: Tensor) -> None:
         _op_dim(dim, x.dim())
+        checks.check_shape(fn, "out", out, "the input", x)
         checks.check_target(fn, x, out.dtype)
 
     def inplace(x: Tensor, dim: int, temperature: float, variant: Optional[str]) -> None:

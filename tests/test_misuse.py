@@ -99,6 +99,31 @@ def test_ops_take_negative_dims(device: str, log: bool) -> None:
                 call(tensor)
 
 
+@pytest.mark.parametrize("log", [False, True], ids=["softmax", "log_softmax"])
+def test_ops_refuse_tensors_of_other_shapes(device: str, log: bool) -> None:
+    """Called directly, the backward op refuses a ``grad`` of another shape than ``output``
+    (torch's ``_softmax_backward_data`` refuses it too) and the out= op an ``out`` of another
+    shape than ``x``, their fake kernels too. (The kernels read and wrote them as the other
+    tensor's shape: out of bounds, a result of garbage, or a recursion past Python's limit.)"""
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    from npu_softmax import ops
+
+    fwd, bwd, into = ((ops.log_softmax, ops.log_softmax_backward, ops.log_softmax_out) if log
+                      else (ops.softmax, ops.softmax_backward, ops.softmax_out))
+    x = torch.randn(3, 5, device=device)
+    y = fwd(x, 1)
+    with FakeTensorMode() as mode:
+        fakes = (mode.from_tensor(x), mode.from_tensor(y))
+    for (a, b), context in (((x, y), contextlib.nullcontext()), (fakes, mode)):
+        with context:
+            for small, large in ((a[:2], b), (a, b[:2])):
+                with pytest.raises(ValueError, match="grad has shape"):
+                    bwd(small, large, 1, torch.float32)
+                with pytest.raises(ValueError, match="out has shape"):
+                    into(small, 1, 1.0, None, torch.empty_like(large))
+
+
 def test_numpy_integer_dim(device: str) -> None:
     """An integer that is not a Python int but has ``__index__`` (numpy's) is a dim, as torch
     takes it, on the first call and on a repeat."""
