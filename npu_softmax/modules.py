@@ -19,6 +19,21 @@ def _implicit_dim(name: str, ndim: int) -> int:
     return 0 if ndim in (0, 1, 3) else 1
 
 
+def _by_legacy_rule(x: torch.Tensor, log: bool, temperature: float | None) -> torch.Tensor:
+    """A module's call with ``dim=None``: the dim by torch's legacy rule for ``x``'s rank.
+
+    A function of its own, which ``torch.fx.wrap`` records as one node under
+    ``torch.fx.symbolic_trace`` (as the public functions record themselves, ``api._fx_node``):
+    there ``x`` is a ``Proxy``, whose rank is known only when the graph runs.
+    """
+    name = "LogSoftmax" if log else "Softmax"
+    fn = api.log_softmax if log else api.softmax
+    return fn(x, _implicit_dim(name, x.dim()), temperature=temperature)
+
+
+torch.fx.wrap("_by_legacy_rule")
+
+
 class Softmax(torch.nn.Module):
     """``npu_softmax.softmax(x, dim, temperature=temperature)`` as a module.
 
@@ -33,11 +48,10 @@ class Softmax(torch.nn.Module):
         self.dim = dim
         self.temperature = temperature
 
-    def _dim(self, x: torch.Tensor) -> int:
-        return _implicit_dim(type(self).__name__, x.dim()) if self.dim is None else self.dim
-
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return api.softmax(x, self._dim(x), temperature=self.temperature)
+        if self.dim is None:
+            return _by_legacy_rule(x, False, self.temperature)
+        return api.softmax(x, self.dim, temperature=self.temperature)
 
     def extra_repr(self) -> str:
         return f"dim={self.dim}, temperature={self.temperature}"
@@ -47,4 +61,6 @@ class LogSoftmax(Softmax):
     """``npu_softmax.log_softmax(x, dim, temperature=temperature)`` as a module."""
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return api.log_softmax(x, self._dim(x), temperature=self.temperature)
+        if self.dim is None:
+            return _by_legacy_rule(x, True, self.temperature)
+        return api.log_softmax(x, self.dim, temperature=self.temperature)

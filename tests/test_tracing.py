@@ -175,3 +175,18 @@ def test_fx_symbolic_trace(kernel_device: str) -> None:
     with pytest.raises(IndexError):
         graph_module(torch.randn(8, device=kernel_device))  # dim 1 checked at run time
 
+
+
+def test_fx_symbolic_trace_of_modules_without_a_dim(device: str) -> None:
+    """``torch.fx.symbolic_trace`` of the modules built with ``dim=None`` (the dim of a
+    ``torch.nn.Softmax()``, copied in a module swap) records one node, whose dim follows torch's
+    legacy rule for the rank of each input the graph runs on, as a traced
+    ``torch.nn.Softmax()`` does. (The rule read the rank of the traced ``Proxy``:
+    ``TraceError``.)"""
+    for module, log in ((ns.Softmax, False), (ns.LogSoftmax, True)):
+        graph_module = torch.fx.symbolic_trace(module(dim=None, temperature=0.5))
+        for shape, dim in (((4, 9), 1), ((3, 4, 9), 0), ((9,), 0)):
+            x = torch.randn(shape, device=device)
+            with pytest.warns(UserWarning, match="dim=None"):
+                y = graph_module(x)
+            assert_close(y, reference(x, dim, log, temperature=0.5), torch.float32)
