@@ -133,15 +133,15 @@ def check_out(fn: str, x: torch.Tensor, out: object, out_dtype: torch.dtype) -> 
                            "expand()); pass a tensor whose elements are distinct")
 
 
-def check_shape(fn: str, name: str, t: torch.Tensor, like: str, ref: torch.Tensor) -> None:
-    """``t`` (argument ``name``) has the shape of ``ref`` (``like``): what the ops check, since
-    scripted code may call them directly, and the kernels address both tensors by one shape (a
-    smaller one is read or written out of bounds). torch's softmax backward checks the same.
-    Compared directly (host time, in every call of the backward op): the ops' bodies run below
-    ``torch.jit.trace``'s recording, which ``_same_shape`` keeps its sizes from."""
-    if t.shape != ref.shape:
-        raise ValueError(f"{fn}: {name} has shape {tuple(t.shape)} but {like} has shape "
-                         f"{tuple(ref.shape)}")
+def check_grad_shape(fn: str, grad: torch.Tensor, output: torch.Tensor) -> None:
+    """A backward's ``grad`` has the shape of ``output``, as torch's softmax backward checks:
+    autograd's gradients always do, but a direct call (scripted code, aten's backward under
+    ``enable()``) may pass any, and the kernels address both by the output's shape (one would
+    be read past its end, or rows of it left unread). Compared directly: the ops' bodies run
+    below ``torch.jit.trace``'s recording, which ``_same_shape`` keeps its sizes from."""
+    if grad.shape != output.shape:
+        raise RuntimeError(f"{fn} backward: grad has shape {tuple(grad.shape)} but the output "
+                           f"has shape {tuple(output.shape)}")
 
 
 def overlaps_apart(x: torch.Tensor, out: torch.Tensor) -> bool:

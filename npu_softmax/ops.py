@@ -18,13 +18,13 @@ graph break; the forwards have autograd through the backward ops, which run the 
 kernels (no double backward through the ops; eager calls have it, see ``_EagerAutograd``). The
 out= and in-place ops refuse arguments that require grad and bump the version of the tensor
 they write.
-``dim`` may be negative, as in torch's ops (``_op_dim``: scripted code calls the ops
-directly), and the backward and out= ops check that ``grad`` and ``out`` have the shape of
-``output`` and ``x`` (``checks.check_shape``); the ops check dtypes and devices against the
-Triton target (inside the op, so tracing never sees the driver lookup). Tensors on a device
-the kernels do not serve (CPU without the interpreter; meta, whose results have only a shape
-and dtype) run torch's own softmax, so every device the public API accepts has an
-implementation.
+``dim`` may be negative, as in torch's ops (``_op_dim``: scripted code calls the ops directly);
+the backward checks that ``grad`` has the shape of ``output`` (``checks.check_grad_shape``), the
+out= and in-place ops check ``out`` as the public functions do (``checks.check_out``: its shape,
+device, no element twice); the ops check dtypes and devices against the Triton target (inside
+the op, so tracing never sees the driver lookup). Tensors on a device the kernels do not serve
+(CPU without the interpreter; meta, whose results have only a shape and dtype) run torch's own
+softmax, so every device the public API accepts has an implementation.
 
 Eager calls from ``api`` skip the op's dispatch (``checked_forward``): ``eager_forward`` runs
 the op's body, under a ``torch.autograd.Function`` when autograd records the call. Forward,
@@ -199,10 +199,10 @@ def backward(grad: Tensor, output: Tensor, dim: int, input_dtype: torch.dtype,
         grad = grad.resolve_neg()
     key = None
     if eager.plain(grad) and type(output) is Tensor:
-        # The output's device too: a launch kept for both on one device never runs on an
-        # output on another (``_backward`` refuses such a pair).
-        key = eager.signature(grad, output.stride(), output.dtype, output.device, dim,
-                              input_dtype, temperature, log, variant)
+        # The output's shape and device too: a launch kept for a pair of one shape, or on one
+        # device, never runs on an output of another (``_backward`` refuses such a pair).
+        key = eager.signature(grad, output.shape, output.stride(), output.dtype, output.device,
+                              dim, input_dtype, temperature, log, variant)
         dx = eager.repeat(key, grad, output)
         if dx is not None:
             return dx
@@ -222,6 +222,7 @@ def _backward(grad: Tensor, output: Tensor, dim: int, input_dtype: torch.dtype,
         # and write another device's memory.
         raise RuntimeError(f"{op_name(log)} backward: grad is on {grad.device} but the output "
                            f"is on {output.device}")
+    checks.check_grad_shape(op_name(log), grad, output)
     if not launcher.serves(grad.device):
         # torch, in the kernels' arithmetic and rounded once, as ``forward_into``'s fallback.
         fn = torch._log_softmax_backward_data if log else torch._softmax_backward_data
@@ -483,15 +484,13 @@ def _define(log: bool) -> tuple:
 
     def grad(grad: Tensor, output: Tensor, dim: int, input_dtype: torch.dtype,
              temperature: float = 1.0, variant: Optional[str] = None) -> Tensor:
-        dim = _op_dim(dim, output.dim())
-        # Before a kept launch: its signature holds grad's shape, not the output's.
-        checks.check_shape(fn, "grad", grad, "the output", output)
-        return backward(grad, output, dim, input_dtype, temperature, log, variant)
+        return backward(grad, output, _op_dim(dim, output.dim()), input_dtype, temperature,
+                        log, variant)
 
     def grad_fake(grad: Tensor, output: Tensor, dim: int, input_dtype: torch.dtype,
                   temperature: float = 1.0, variant: Optional[str] = None) -> Tensor:
         _op_dim(dim, output.dim())
-        checks.check_shape(fn, "grad", grad, "the output", output)
+        checks.check_grad_shape(fn, grad, output)
         return output.new_empty(output.shape, dtype=input_dtype)
 
     def into(x: Tensor, out: Tensor, dim: int, temperature: float,
@@ -499,7 +498,10 @@ def _define(log: bool) -> tuple:
         dim = _op_dim(dim, x.dim())
         if eager.repeat_into(x, out, dim, None, temperature, variant, log, "op"):
             return
-        checks.check_shape(fn, "out", out, "the input", x)  # a kept signature's shapes match
+        # A signature's first call (a kept one's shapes and strides match). Called directly,
+        # an op may get any out: the kernels would write past one of another shape, or race on
+        # one whose elements overlap. (Any dtype: the output's.)
+        checks.check_out(fn, x, out, out.dtype)
         plain = type(x) is Tensor and type(out) is Tensor
         key = eager.into_signature(x, out, dim, None, temperature, variant, log, "op") \
             if plain else None
@@ -512,7 +514,7 @@ def _define(log: bool) -> tuple:
     def out_fake(x: Tensor, dim: int, temperature: float, variant: Optional[str],
                  out: Tensor) -> None:
         _op_dim(dim, x.dim())
-        checks.check_shape(fn, "out", out, "the input", x)
+        checks.check_out(fn, x, out, out.dtype)
         checks.check_target(fn, x, out.dtype)
 
     def inplace(x: Tensor, dim: int, temperature: float, variant: Optional[str]) -> None:

@@ -118,7 +118,7 @@ def test_ops_refuse_tensors_of_other_shapes(device: str, log: bool) -> None:
     for (a, b), context in (((x, y), contextlib.nullcontext()), (fakes, mode)):
         with context:
             for small, large in ((a[:2], b), (a, b[:2])):
-                with pytest.raises(ValueError, match="grad has shape"):
+                with pytest.raises(RuntimeError, match="grad has shape"):
                     bwd(small, large, 1, torch.float32)
                 with pytest.raises(ValueError, match="out has shape"):
                     into(small, 1, 1.0, None, torch.empty_like(large))
@@ -321,6 +321,30 @@ def test_backward_of_tensors_on_two_devices_is_refused(log: bool) -> None:
         with pytest.raises(RuntimeError, match="grad is on cpu but the output is on meta"):
             backward(output.to("meta"))
         assert backward(output).device == grad.device
+
+
+@pytest.mark.parametrize("log", [False, True])
+def test_backward_of_tensors_of_two_shapes_is_refused(device: str, log: bool) -> None:
+    """A backward whose gradient and output differ in shape (a direct call of the backward op,
+    or of aten's routed backward, say) is refused, as torch's own: the kernels would read the
+    tensor that is smaller past its end, or a gradient of only some of the output's rows. A
+    first call and a repeat of a signature kept by a good call alike; the smaller tensors here
+    are views of bigger ones of the same strides, whose launch would otherwise fit them."""
+    torch_fn = torch.log_softmax if log else torch.softmax
+    x, grad = torch.randn(4, 8, device=device), torch.randn(4, 8, device=device)
+    output = torch_fn(x, 1)
+
+    def backward(grad: torch.Tensor, output: torch.Tensor) -> torch.Tensor:
+        return npu_softmax.ops.backward(grad, output, 1, torch.float32, 1.0, log, None)
+
+    for _ in range(2):  # a first call, then a repeat of the signature kept by the good call
+        with pytest.raises(RuntimeError, match=r"grad has shape \(4, 8\) but the output has "
+                                               r"shape \(2, 8\)"):
+            backward(grad, output[:2])
+        with pytest.raises(RuntimeError, match=r"grad has shape \(2, 8\) but the output has "
+                                               r"shape \(4, 8\)"):
+            backward(grad[:2], output)
+        assert_close(backward(grad, output), reference_grad(torch_fn, x, grad, 1), torch.float32)
 
 
 def test_unserved_device_message_says_what_to_install() -> None:

@@ -522,6 +522,28 @@ def test_out_errors(device: str) -> None:
             ns.softmax(x.detach(), out=torch.empty(4, 6))
 
 
+def test_out_errors_of_the_ops_called_directly(device: str) -> None:
+    """The out= and in-place ops, called directly (as scripted code does), refuse an out that
+    the public functions refuse, first call or repeat: up to commit a863bb6 the kernels wrote
+    past an out of fewer elements (here a view of a bigger buffer, whose elements past it must
+    keep a value no result takes), and raced on an expanded one."""
+    x = torch.randn(4, 6, device=device)
+    buf = torch.full((2, 4, 5), 7.0, device=device)
+    for op in (torch.ops.npu_softmax.softmax_out, torch.ops.npu_softmax.log_softmax_out):
+        for _ in range(2):
+            with pytest.raises(ValueError, match="out has shape"):
+                op(x, 1, 1.0, None, buf[0])
+            with pytest.raises(RuntimeError, match="overlapping elements"):
+                op(x, 1, 1.0, None, torch.empty(1, 6, device=device).expand(4, 6))
+            if device != "cpu":
+                with pytest.raises(RuntimeError, match="out is on"):
+                    op(x, 1, 1.0, None, torch.empty(4, 6))
+        assert buf.eq(7.0).all()
+    for op in (torch.ops.npu_softmax.softmax_, torch.ops.npu_softmax.log_softmax_):
+        with pytest.raises(RuntimeError, match="overlapping elements"):
+            op(torch.randn(1, 6, device=device).expand(4, 6), 1, 1.0, None)
+
+
 @pytest.mark.parametrize("name", FUNCS)
 @pytest.mark.parametrize("variant", VARIANTS)
 @pytest.mark.parametrize("shape", [(31, 257), (3, 4099)])

@@ -110,6 +110,46 @@ def test_jit_trace_gradient(kernel_device: str) -> None:
                  torch.float32)
 
 
+def _ops_into(x: torch.Tensor, out: torch.Tensor, inplace: torch.Tensor, dim: int) -> None:
+    # Scripted code calling the ops themselves, as docs/pytorch.md says it may: out= and in place.
+    torch.ops.npu_softmax.log_softmax_out(x, dim, 1.0, None, out)
+    torch.ops.npu_softmax.softmax_(inplace, dim, 0.5, None)
+
+
+def _ops_forward_backward(x: torch.Tensor, dy: torch.Tensor,
+                          dim: int) -> tuple[torch.Tensor, torch.Tensor]:
+    # ... and the forward and backward ops.
+    y = torch.ops.npu_softmax.softmax(x, dim, None, 1.0, None)
+    return y, torch.ops.npu_softmax.softmax_backward(dy, y, dim, x.dtype, 1.0, None)
+
+
+@_JIT
+@pytest.mark.parametrize("dim", [-1, -2])
+def test_jit_script_ops_with_a_negative_dim(kernel_device: str, dim: int) -> None:
+    """Scripted code calls the ops with a dim that counts from the end, as torch's ops take
+    it: each op computes over that dim and touches no element past its tensors (up to commit
+    a863bb6 the layout took a negative dim for none at all, and the kernels read and wrote past
+    the tensors). A dim out of range raises IndexError."""
+    # Views of buffers whose elements past them must keep a value that no result takes.
+    bufs = [torch.full((2, 6, 35), 7.0, device=kernel_device) for _ in range(3)]
+    x, out, inplace = (b[0] for b in bufs)
+    x.normal_()
+    out.fill_(float("nan"))
+    inplace.copy_(x)
+    torch.jit.script(_ops_into)(x, out, inplace, dim)
+    assert all(b[1].eq(7.0).all() for b in bufs)
+    assert_close(out, reference(x, dim, log=True), torch.float32)
+    assert_softmax_close(inplace, reference(x, dim, temperature=0.5))
+    dy = torch.randn_like(x)
+    y, dx = torch.jit.script(_ops_forward_backward)(x, dy, dim)
+    assert_softmax_close(y, reference(x, dim))
+    assert_close(dx, reference_grad(torch.softmax, x, dy, dim), torch.float32)
+    with pytest.raises(IndexError, match="Dimension out of range"):
+        torch.ops.npu_softmax.softmax(x, 2, None, 1.0, None)
+    with pytest.raises(IndexError, match="Dimension out of range"):
+        torch.ops.npu_softmax.softmax_out(x, -3, 1.0, None, torch.empty_like(x))
+
+
 def test_strict_export(kernel_device: str) -> None:
     """``torch.export.export(strict=True)`` (TorchDynamo) traces every entry point too."""
     model = _Heads(kernel_device)
