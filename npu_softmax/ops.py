@@ -522,6 +522,7 @@ def _define(log: bool) -> tuple:
 
     def inplace_fake(x: Tensor, dim: int, temperature: float, variant: Optional[str]) -> None:
         _op_dim(dim, x.dim())
+        checks.check_out(fn, x, x, x.dtype)  # as ``into`` checks x, its own out
         checks.check_target(fn, x, x.dtype)
 
     bwd_op = registry.define(

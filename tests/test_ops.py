@@ -539,9 +539,15 @@ def test_out_errors_of_the_ops_called_directly(device: str) -> None:
                 with pytest.raises(RuntimeError, match="out is on"):
                     op(x, 1, 1.0, None, torch.empty(4, 6))
         assert buf.eq(7.0).all()
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    with FakeTensorMode() as mode:
+        fake = mode.from_tensor(torch.randn(1, 6, device=device))
     for op in (torch.ops.npu_softmax.softmax_, torch.ops.npu_softmax.log_softmax_):
         with pytest.raises(RuntimeError, match="overlapping elements"):
             op(torch.randn(1, 6, device=device).expand(4, 6), 1, 1.0, None)
+        with mode, pytest.raises(RuntimeError, match="overlapping elements"):  # a traced call
+            op(fake.expand(4, 6), 1, 1.0, None)
 
 
 @pytest.mark.parametrize("name", FUNCS)
