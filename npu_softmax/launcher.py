@@ -137,6 +137,9 @@ def plan(layout: RowLayout, itemsize: int, n_cores: int, be: Backend,
         ValueError: ``variant="tile"`` for rows longer than the target's tile
             (``Backend.tile_elems``): that variant holds a whole row in one block, which Triton
             could not compile for such rows (too many threads or registers, or past the UB).
+            The backward (``streams`` > 1) takes the launcher's choice there instead: its
+            forward held the rows in one block, but its own tensors (a ``dy`` whose elements
+            are apart) may get a smaller tile.
     """
     # The backward reads the forward's output (y) and dy, laid out alike as a rule: y decides.
     return _plan(layout.n_rows, layout.n_cols, layout.max_offset(), itemsize, n_cores,
@@ -155,6 +158,12 @@ def _plan(n_rows: int, n_cols: int, max_offset: int, itemsize: int, n_cores: int
     def chunk(kind: str) -> int:
         return min(max(1, be.chunk_elems(itemsize, kind, n_cols) // streams), full_block)
 
+    if variant == "tile" and full_block > tile and streams > 1:
+        # The backward of a forward forced to 'tile', which held the row in one block: its
+        # tensors laid out otherwise (dy's elements apart, on Ascend: 1024-element tiles) may
+        # hold less, and a backward that autograd runs has no caller to refuse. The launcher's
+        # choice then.
+        variant = None
     if variant == "tile" and full_block > tile:
         raise ValueError(f"variant='tile' holds a row in one block of at most {tile} elements "
                          f"on this target ({be.name}); rows of {n_cols} elements take 'online', "

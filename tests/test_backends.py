@@ -1125,3 +1125,27 @@ def test_cuda_plans_ask_for_fp_fusion() -> None:
         options = rules.options(p, itemsize)
         assert options["enable_fp_fusion"] is True, (p, itemsize, streams)
     assert seen == {"tile", "online", "split", "cols"}
+
+
+@pytest.mark.parametrize("itemsize", [2, 4])
+def test_backward_of_a_forced_tile_takes_the_launchers_choice_where_dy_holds_less(
+        itemsize: int) -> None:
+    """On Ascend (910B3) a forward forced to ``tile`` holds rows of 3001 elements in one block
+    of 4096; the backward of a ``dy`` whose elements are apart (``dy[:, ::2]``, as
+    ``test_grad_strides`` passes) gets the 1024-element tiles of strided rows, so a forced
+    ``tile`` there, run by autograd, took the launcher's choice instead of refusing with
+    ``ValueError`` inside ``backward()``. The forward still refuses a forced tile it cannot
+    hold."""
+    be = AscendBackend("Ascend910B3")
+    y = (3001, 0, 1)
+    forward = launcher.plan(RowLayout(3, 3001, 1, y, y), itemsize, 40, be, "tile")
+    assert (forward.variant, forward.block_n) == ("tile", 4096)
+    layout = RowLayout(3, 3001, 1, (6002, 0, 2), y)  # dy[:, ::2] beside a contiguous y
+    strided = be.for_layout(layout, itemsize, streams=2)
+    assert strided.tile_elems(itemsize) == 1024
+    backward = launcher.plan(layout, itemsize, 40, be, "tile", streams=2)
+    assert backward == launcher.plan(layout, itemsize, 40, be, streams=2)
+    assert backward.variant != "tile" and backward.block_n * 2 <= 1024
+    with pytest.raises(ValueError, match="at most 1024 elements"):
+        launcher.plan(RowLayout(3, 3001, 1, (6002, 0, 2), (6002, 0, 2)), itemsize, 40, be,
+                      "tile")
