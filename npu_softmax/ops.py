@@ -106,6 +106,15 @@ def _divided(t: Tensor, temperature: float) -> Tensor:
     return q
 
 
+def _fallback_dtype(dtype: torch.dtype) -> torch.dtype:
+    """The arithmetic of torch's softmax where it stands in for the kernels (``forward_into``,
+    ``_backward``): float32 for 2-byte results, float64 for float32 and float64 ones. torch's
+    float32 CPU softmax sums a row one term after another, so a long row's sum, and every
+    result, moves by many float32 ulps (over dim 0 of a 16384x2 float32 tensor, up to 5e-5
+    relative; the kernels' tolerance is 1e-5)."""
+    return torch.float32 if dtype.itemsize < 4 else torch.float64
+
+
 def _cast_scaled(x: Tensor, dtype: torch.dtype, temperature: float) -> Tensor:
     """``(x / temperature).to(dtype)``: the input of ``torch.softmax(x / temperature,
     dtype=dtype)`` where the cast can round (``_cast_first``). Divided in ``x``'s arithmetic
@@ -135,13 +144,15 @@ def forward_into(x: Tensor, y: Tensor, dim: int, temperature: float, log: bool,
     else:
         as_given = True
     if not launcher.serves(x.device):
-        # torch, in the kernels' arithmetic (float32; float64 for float64 output) and rounded
-        # once to the output dtype, as the kernels do: ``/ temperature`` in a 2-byte dtype
-        # rounds the scaled input (bfloat16 at temperature 0.7: 8.8% off on the CPU), and
+        # torch, in float32 (float64 for float32 and float64 output, ``_fallback_dtype``) and
+        # rounded once to the output dtype, as the kernels do: ``/ temperature`` in a 2-byte
+        # dtype rounds the scaled input (bfloat16 at temperature 0.7: 8.8% off on the CPU), and
         # torch's own 2-byte CPU softmax rounds on the way (bfloat16 over dim 1: two ulps). A
         # true division (``_divided``): torch would round 1e39 to a float32 inf, 3e-45 to 4e-45.
         fn = torch.log_softmax if log else torch.softmax
-        y.copy_(fn(_divided(x.to(y.dtype), temperature), dim))
+        # (Divided in the kernels' arithmetic, then widened: a float32 ``x / temperature``
+        # past float32's range is inf, and the row NaN, as on a device and in torch.)
+        y.copy_(fn(_divided(x.to(y.dtype), temperature).to(_fallback_dtype(y.dtype)), dim))
         return None
     if x.is_neg():
         # A view whose values are its memory negated (``z.conj().imag``): the kernels read
@@ -224,9 +235,9 @@ def _backward(grad: Tensor, output: Tensor, dim: int, input_dtype: torch.dtype,
                            f"is on {output.device}")
     checks.check_grad_shape(op_name(log), grad, output)
     if not launcher.serves(grad.device):
-        # torch, in the kernels' arithmetic and rounded once, as ``forward_into``'s fallback.
+        # torch, in ``forward_into``'s fallback arithmetic and rounded once, as that does.
         fn = torch._log_softmax_backward_data if log else torch._softmax_backward_data
-        acc = launcher.acc_dtype(torch.promote_types(input_dtype, output.dtype))
+        acc = _fallback_dtype(torch.promote_types(input_dtype, output.dtype))
         dx = fn(grad.to(acc), output.to(acc), dim, acc)
         return _divided(dx, temperature).to(input_dtype), None
     # y and dx share strides in the kernels; the forward's output is contiguous already.

@@ -358,3 +358,19 @@ def test_two_byte_inputs_with_a_temperature(device: str, dtype: torch.dtype, dim
     dy = torch.randn_like(y)
     (dx,) = torch.autograd.grad(y, x, dy)
     assert_close(dx, reference_grad(torch.softmax, x, dy, dim, 0.7), dtype)
+
+
+def test_long_float32_columns_within_the_float32_tolerance(device: str) -> None:
+    """Long float32 rows over dim 0 on every device, the CPU's torch fallback next to a GPU or
+    NPU included: torch's own float32 CPU softmax sums such a row one term after another, and
+    for this shape came out up to 5e-5 off (rtol 1e-5); the fallback computes float32 results
+    in float64. (``online`` rather than the launcher's ``cols``: a fifth of the interpreter's
+    time.)"""
+    x = (torch.randn(16384, 2) * 4).to(device).requires_grad_()
+    y = npu_softmax.softmax(x, 0, variant="online")
+    assert_softmax_close(y, reference(x, 0))
+    log_y = npu_softmax.log_softmax(x, 0, variant="online")
+    assert_close(log_y, reference(x, 0, log=True), torch.float32)
+    dy = torch.randn_like(y)
+    (dx,) = torch.autograd.grad(y, x, dy)
+    assert_close(dx, reference_grad(torch.softmax, x, dy, 0), torch.float32)
