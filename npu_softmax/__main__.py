@@ -5,7 +5,9 @@ vocabulary-sized batch of logits, checks each against ``torch.softmax`` in float
 or NPU prints GB/s beside ``torch.softmax`` and a device-to-device copy of the same bytes.
 Exits 1 when a check fails. On a machine with no GPU or NPU it runs the kernels under Triton's
 interpreter: it starts itself again with ``TRITON_INTERPRET=1``, which Triton reads at import
-(and ``import npu_softmax`` has imported Triton before this module runs).
+(and ``import npu_softmax`` has imported Triton before this module runs). With
+``TRITON_INTERPRET`` already set to anything but 1 it checks the CPU's torch fallback instead,
+and says so.
 """
 
 from __future__ import annotations
@@ -56,13 +58,16 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m npu_softmax", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--seed", type=int, default=None, help="torch seed (default: random)")
+    argv = sys.argv[1:] if argv is None else list(argv)
     args = parser.parse_args(argv)
 
     device = _device()
     if device == "cpu" and "TRITON_INTERPRET" not in os.environ:
+        # Again with the arguments of this call (``main(argv)`` from code has its own).
         env = dict(os.environ, TRITON_INTERPRET="1")
-        os.execve(sys.executable, [sys.executable, "-m", "npu_softmax", *sys.argv[1:]], env)
+        os.execve(sys.executable, [sys.executable, "-m", "npu_softmax", *argv], env)
     import npu_softmax
+    from npu_softmax import launcher
 
     info = npu_softmax.target_info()
     print("npu_softmax", npu_softmax.__version__, "| torch", info["torch"], "| triton",
@@ -96,9 +101,14 @@ def main(argv: list[str] | None = None) -> int:
             speeds = _speeds(x, npu_softmax.softmax)
             line += " " + " ".join(f"{s:>{w}.0f}" for s, w in zip(speeds, (12, 9, 9)))
         print(line)
-    if not timed:
+    if not timed and launcher.serves(torch.device("cpu")):
         print("\n(no GPU or NPU here: the Triton kernels ran in Triton's CPU interpreter; "
               "timings are shown on a device only)")
+    elif not timed:
+        # TRITON_INTERPRET=0 (or any value but 1): no Triton kernel ran at all.
+        print("\n(no GPU or NPU here, and TRITON_INTERPRET is not 1: CPU tensors took the "
+              "torch.softmax fallback and no Triton kernel ran; unset TRITON_INTERPRET or set "
+              "it to 1 to run the kernels in Triton's CPU interpreter)")
     print("\nall checks passed" if not failed else f"\n{failed} check(s) FAILED")
     return 1 if failed else 0
 
