@@ -82,11 +82,13 @@ def plain(x: object) -> bool:
     tensor subclasses (fake tensors), which still go through it, and under a Python dispatch
     mode, which sees only the dispatcher's ops; but for ``nn.Parameter``, a plain tensor marked
     as a module's, which runs eagerly (its calls then take the full path: the repeat paths
-    below take ``torch.Tensor`` alone).
+    below take ``torch.Tensor`` alone). Nor an efficient zero tensor (``_is_zerotensor()``:
+    the gradient autograd hands ``torch.sgn``'s input, say), which has no data to read: the
+    op's dispatch makes it a tensor of zeros, as for torch's own ops.
     """
     return ((type(x) is torch.Tensor or type(x) is torch.nn.Parameter)
             and not torch.compiler.is_compiling() and not _jit_tracing()
-            and not _dispatch_modes() and _has_storage(x))
+            and not _dispatch_modes() and _has_storage(x) and not x._is_zerotensor())
 
 
 def dual(x: torch.Tensor) -> bool:
@@ -145,7 +147,7 @@ def repeat_forward(x: object, dim: object, dtype: object, temperature: object, v
     call). None otherwise; the caller then takes the full path."""
     if (type(x) is not torch.Tensor or (x.requires_grad and torch.is_grad_enabled())
             or torch.compiler.is_compiling() or _any_autocast() or _jit_tracing()
-            or _dispatch_modes() or not _has_storage(x) or x.is_neg()
+            or _dispatch_modes() or not _has_storage(x) or x.is_neg() or x._is_zerotensor()
             or forward_ad._current_level >= 0):
         return None
     try:
@@ -164,7 +166,7 @@ def recorded_forward(x: object, dim: object, dtype: object, temperature: object,
     autocast, no ``torch.func`` transform), when the signature is kept; None otherwise."""
     if (type(x) is not torch.Tensor or not (x.requires_grad and torch.is_grad_enabled())
             or torch.compiler.is_compiling() or _any_autocast() or _jit_tracing()
-            or _dispatch_modes() or not _has_storage(x) or x.is_neg()
+            or _dispatch_modes() or not _has_storage(x) or x.is_neg() or x._is_zerotensor()
             or forward_ad._current_level >= 0):
         return None
     try:
@@ -201,7 +203,8 @@ def repeat_into(x: object, out: object, dim: object, dtype: object, temperature:
             or (torch.is_grad_enabled() and (x.requires_grad or out.requires_grad))
             or torch.compiler.is_compiling() or _jit_tracing() or _dispatch_modes()
             or not _has_storage(x) or not _has_storage(out)
-            or x.is_neg() or out.is_neg() or forward_ad._current_level >= 0
+            or x.is_neg() or out.is_neg() or x._is_zerotensor()
+            or forward_ad._current_level >= 0
             or (out.is_inference() and not torch.is_inference_mode_enabled())):
         return False
     try:

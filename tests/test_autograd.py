@@ -107,6 +107,24 @@ def test_grad_of_a_sparse_upstream_gradient(device: str, name: str) -> None:
 
 
 @pytest.mark.parametrize("name", FUNCS)
+def test_efficient_zero_tensors(device: str, name: str) -> None:
+    """An efficient zero tensor (``_is_zerotensor()``), which has no data to read: the gradient
+    autograd hands ``torch.sgn``'s input, and one as input, each call twice (the second a kept
+    signature's repeat). They raised 'invalid python storage' from the kernels' launch."""
+    fn, torch_fn = FUNCS[name]
+    zeros = torch.zeros(3, 4, device=device)
+    for _ in range(2):
+        x = torch.randn(3, 4, device=device, requires_grad=True)
+        (dx,) = torch.autograd.grad(torch.sgn(fn(x, 1)).sum(), x)
+        assert torch.equal(dx, zeros)
+        z = torch._efficientzerotensor(3, 4, device=device)
+        torch.testing.assert_close(fn(z, 1), torch_fn(zeros, 1))
+        out = torch.empty(3, 4, device=device)
+        fn(z, 0, out=out)
+        torch.testing.assert_close(out, torch_fn(zeros, 0))
+
+
+@pytest.mark.parametrize("name", FUNCS)
 @pytest.mark.parametrize("variant", [None, "split"])
 def test_double_backward(kernel_device: str, name: str, variant: str | None) -> None:
     """create_graph=True gives a gradient autograd can differentiate again (Hessian-vector
