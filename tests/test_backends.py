@@ -1149,3 +1149,23 @@ def test_backward_of_a_forced_tile_takes_the_launchers_choice_where_dy_holds_les
     with pytest.raises(ValueError, match="at most 1024 elements"):
         launcher.plan(RowLayout(3, 3001, 1, (6002, 0, 2), (6002, 0, 2)), itemsize, 40, be,
                       "tile")
+
+
+@pytest.mark.parametrize("be", [InterpreterBackend(), CudaBackend("cuda", 90),
+                                CudaBackend("cuda", 90, fast_memory=True),
+                                AscendBackend("Ascend910B3")],
+                         ids=["interpreter", "cuda", "cuda_fast", "ascend"])
+@pytest.mark.parametrize("itemsize", [2, 4])
+def test_backward_never_holds_two_streams_past_the_tile(be: object, itemsize: int) -> None:
+    """The backward reads ``y`` and ``dy``: a row whose block fits the tile only alone (more
+    than half of it) is looped or split, never held whole twice over, for few rows and many."""
+    for n_rows in (3, 4 * 132):
+        layout = _contiguous(n_rows, 1)
+        tile = be.for_layout(layout, itemsize, 2).tile_elems(itemsize)
+        for n_cols in (tile // 2 + 1, tile):
+            layout = _contiguous(n_rows, n_cols)
+            p = launcher.plan(layout, itemsize, 132, be, streams=2)
+            assert p.variant != "tile", (n_rows, n_cols, p)
+            # Half the tile is a whole backward block still.
+            half = launcher.plan(_contiguous(n_rows, tile // 2), itemsize, 132, be, streams=2)
+            assert half.block_n <= tile // 2
