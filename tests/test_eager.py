@@ -460,3 +460,20 @@ def test_repeat_backward_reuses_the_launch(device: str, fresh_calls: dict, varia
         _no_planning(m)
         for _ in range(2):
             grad_of(torch.randn(shape, device=device), torch.randn(shape, device=device))
+
+
+@pytest.mark.parametrize("log", [False, True])
+def test_repeat_backward_op_on_a_non_contiguous_output(device: str, fresh_calls: dict,
+                                                       log: bool) -> None:
+    """The backward op called directly (as scripted code may) with an output that is not
+    contiguous runs on a contiguous copy of it: a repeat of that signature must not start the
+    launch kept for the copy's strides on the output as given."""
+    op = ops.log_softmax_backward if log else ops.softmax_backward
+    torch_fn = torch.log_softmax if log else torch.softmax
+    for _ in range(3):
+        x = torch.randn(40, 33, device=device)
+        y = (torch.log_softmax if log else torch.softmax)(x.t(), -1)  # (33, 40)
+        output = y.t().contiguous().t()  # y's values, column-major
+        dy = torch.randn(33, 40, device=device)
+        dx = op(dy, output, -1, torch.float32)
+        assert_close(dx, reference_grad(torch_fn, x.t(), dy, -1), torch.float32)
