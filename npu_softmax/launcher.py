@@ -158,16 +158,16 @@ def _plan(n_rows: int, n_cols: int, max_offset: int, itemsize: int, n_cores: int
     def chunk(kind: str) -> int:
         return min(max(1, be.chunk_elems(itemsize, kind, n_cols) // streams), full_block)
 
-    if variant == "tile" and full_block > tile and streams > 1:
+    if variant == "tile" and full_block > tile:
+        if streams == 1:
+            raise ValueError(f"variant='tile' holds a row in one block of at most {tile} "
+                             f"elements on this target ({be.name}); rows of {n_cols} elements "
+                             f"take 'online', 'split' or the launcher's choice")
         # The backward of a forward forced to 'tile', which held the row in one block: its
         # tensors laid out otherwise (dy's elements apart, on Ascend: 1024-element tiles) may
         # hold less, and a backward that autograd runs has no caller to refuse. The launcher's
         # choice then.
         variant = None
-    if variant == "tile" and full_block > tile:
-        raise ValueError(f"variant='tile' holds a row in one block of at most {tile} elements "
-                         f"on this target ({be.name}); rows of {n_cols} elements take 'online', "
-                         f"'split' or the launcher's choice")
     most_splits = triton.cdiv(n_cols, chunk("split"))
     if variant is None:
         few = n_rows < n_cores and most_splits > 1
