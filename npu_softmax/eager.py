@@ -73,6 +73,14 @@ _has_storage = torch._C._has_storage
 _dispatch_modes = torch._C._len_torch_dispatch_stack
 
 
+def _has_data(t: torch.Tensor) -> bool:
+    """Whether ``t``'s elements are in memory the kernels can read or write: it has storage
+    (``_has_storage``) and is no efficient zero tensor (``_is_zerotensor()``: the gradient
+    autograd hands ``torch.sgn``'s input, say), which has none; the custom op's dispatch makes
+    one a tensor of zeros as input, and refuses one as ``out``, as torch's own ops do."""
+    return _has_storage(t) and not t._is_zerotensor()
+
+
 def plain(x: object) -> bool:
     """Whether a call on ``x`` may skip its custom op and run eagerly.
 
@@ -82,13 +90,11 @@ def plain(x: object) -> bool:
     tensor subclasses (fake tensors), which still go through it, and under a Python dispatch
     mode, which sees only the dispatcher's ops; but for ``nn.Parameter``, a plain tensor marked
     as a module's, which runs eagerly (its calls then take the full path: the repeat paths
-    below take ``torch.Tensor`` alone). Nor an efficient zero tensor (``_is_zerotensor()``:
-    the gradient autograd hands ``torch.sgn``'s input, say), which has no data to read: the
-    op's dispatch makes it a tensor of zeros, as for torch's own ops.
+    below take ``torch.Tensor`` alone). Nor a tensor without data (``_has_data``).
     """
     return ((type(x) is torch.Tensor or type(x) is torch.nn.Parameter)
             and not torch.compiler.is_compiling() and not _jit_tracing()
-            and not _dispatch_modes() and _has_storage(x) and not x._is_zerotensor())
+            and not _dispatch_modes() and _has_data(x))
 
 
 def dual(x: torch.Tensor) -> bool:
@@ -147,7 +153,7 @@ def repeat_forward(x: object, dim: object, dtype: object, temperature: object, v
     call). None otherwise; the caller then takes the full path."""
     if (type(x) is not torch.Tensor or (x.requires_grad and torch.is_grad_enabled())
             or torch.compiler.is_compiling() or _any_autocast() or _jit_tracing()
-            or _dispatch_modes() or not _has_storage(x) or x.is_neg() or x._is_zerotensor()
+            or _dispatch_modes() or not _has_data(x) or x.is_neg()
             or forward_ad._current_level >= 0):
         return None
     try:
@@ -166,7 +172,7 @@ def recorded_forward(x: object, dim: object, dtype: object, temperature: object,
     autocast, no ``torch.func`` transform), when the signature is kept; None otherwise."""
     if (type(x) is not torch.Tensor or not (x.requires_grad and torch.is_grad_enabled())
             or torch.compiler.is_compiling() or _any_autocast() or _jit_tracing()
-            or _dispatch_modes() or not _has_storage(x) or x.is_neg() or x._is_zerotensor()
+            or _dispatch_modes() or not _has_data(x) or x.is_neg()
             or forward_ad._current_level >= 0):
         return None
     try:
@@ -202,9 +208,8 @@ def repeat_into(x: object, out: object, dim: object, dtype: object, temperature:
     if (type(x) is not torch.Tensor or type(out) is not torch.Tensor
             or (torch.is_grad_enabled() and (x.requires_grad or out.requires_grad))
             or torch.compiler.is_compiling() or _jit_tracing() or _dispatch_modes()
-            or not _has_storage(x) or not _has_storage(out)
-            or x.is_neg() or out.is_neg() or x._is_zerotensor()
-            or forward_ad._current_level >= 0
+            or not _has_data(x) or not _has_data(out)
+            or x.is_neg() or out.is_neg() or forward_ad._current_level >= 0
             or (out.is_inference() and not torch.is_inference_mode_enabled())):
         return False
     try:

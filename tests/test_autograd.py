@@ -109,8 +109,9 @@ def test_grad_of_a_sparse_upstream_gradient(device: str, name: str) -> None:
 @pytest.mark.parametrize("name", FUNCS)
 def test_efficient_zero_tensors(device: str, name: str) -> None:
     """An efficient zero tensor (``_is_zerotensor()``), which has no data to read: the gradient
-    autograd hands ``torch.sgn``'s input, and one as input, each call twice (the second a kept
-    signature's repeat). They raised 'invalid python storage' from the kernels' launch."""
+    autograd hands ``torch.sgn``'s input, one as input and one as ``out``, each call twice (the
+    second a kept signature's repeat). They raised 'invalid python storage' from the kernels'
+    launch."""
     fn, torch_fn = FUNCS[name]
     zeros = torch.zeros(3, 4, device=device)
     for _ in range(2):
@@ -122,6 +123,10 @@ def test_efficient_zero_tensors(device: str, name: str) -> None:
         out = torch.empty(3, 4, device=device)
         fn(z, 0, out=out)
         torch.testing.assert_close(out, torch_fn(zeros, 0))
+        # As out, refused as torch refuses one, a kept signature's repeat (second pass) too.
+        fn(x.detach(), 0, out=out)
+        with pytest.raises(RuntimeError, match="ZeroTensors are immutable"):
+            fn(x.detach(), 0, out=torch._efficientzerotensor(3, 4, device=device))
 
 
 @pytest.mark.parametrize("name", FUNCS)
