@@ -7,15 +7,18 @@ npu_softmax, torch.softmax, the naive 5-op torch softmax, torch.compile of torch
 Liger-Kernel's softmax when it is installed, and a device-to-device copy of the same bytes (the
 roof). Three parts: the seeds' sweep (M = 4096, N = 128 * i), a list of shapes (short rows, the
 shapes of the project's issues, LLM vocabulary rows), and softmax over dims that are not the
-last (channels, columns, transposed inputs), all in float32 and bfloat16. Writes ``bench.csv``
-(sweep and shapes), ``bench_dims.csv``, ``bench_sweep_<dtype>.png`` and ``summary.md`` into
-``--out`` and prints a table with % of the roof and the ratio to torch.softmax; also the host
-cost of a call on a tiny tensor, and with ``--backward`` the backward pass beside torch's.
+last (channels, columns, transposed inputs), all in float32 and bfloat16; with ``--random``, a
+fourth of seeded random shapes (``random_shapes``), not only those the list names. Writes
+``bench.csv`` (sweep, shapes and random shapes), ``bench_dims.csv``,
+``bench_sweep_<dtype>.png`` and ``summary.md`` into ``--out`` and prints a table with % of the
+roof and the ratio to torch.softmax; also the host cost of a call on a tiny tensor, and with
+``--backward`` the backward pass beside torch's.
 
     python scripts/bench.py --out docs/benchmarks            # full run (GPU or NPU)
     python scripts/bench.py --quick                           # fewer sweep points
     python scripts/bench.py --no-shapes --dtypes bfloat16     # the sweep of one dtype
     python scripts/bench.py --only-dims                       # only the other dims
+    python scripts/bench.py --no-sweep --random 48 --seed 1   # and 48 random shapes
 """
 
 from __future__ import annotations
@@ -24,8 +27,10 @@ import argparse
 import csv
 import datetime
 import functools
+import math
 import os
 import random
+import statistics
 import time
 from typing import Callable
 
@@ -65,8 +70,28 @@ DIM_CASES = [
     ((100, 16384), -1, True),
 ]
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16}
+#: The random shapes' rows (elements) and the bytes a call moves (read + written), each drawn
+#: log-uniformly between these: short rows to LLM vocabularies, tensors from about L2's size
+#: (50 MB on the H100) to far past it.
+RANDOM_COLS = (16, 200_000)
+RANDOM_MOVED_BYTES = (8e6, 256e6)
 #: The order of each round's timings: seeded, so a run repeats its orders.
 _ORDER = random.Random(0)
+
+
+def random_shapes(count: int, seed: int, dtypes: list[str]) -> list[tuple[str, int, int]]:
+    """``count`` shapes ``(dtype, M, N)``, the same for the same arguments: a dtype of
+    ``dtypes``, rows of ``RANDOM_COLS`` elements and ``M`` rows moving ``RANDOM_MOVED_BYTES``,
+    each drawn log-uniformly. Rows of every length and tensors of every size in between, not
+    only the shapes the list names (and the launch rules were measured on)."""
+    rng = random.Random(seed)
+    shapes = []
+    for _ in range(count):
+        dname = rng.choice(dtypes)
+        n = int(math.exp(rng.uniform(*map(math.log, RANDOM_COLS))))
+        moved = math.exp(rng.uniform(*map(math.log, RANDOM_MOVED_BYTES)))
+        shapes.append((dname, max(1, int(moved / (2 * n * DTYPES[dname].itemsize))), n))
+    return shapes
 
 
 def naive_softmax(x: torch.Tensor, dim: int) -> torch.Tensor:
@@ -141,6 +166,20 @@ def measure(fns: dict[str, Callable], x: torch.Tensor, dim: int, names: list[str
 
 def _call(fn: Callable, next_x: Callable[[], torch.Tensor], dim: int) -> object:
     return fn(next_x(), dim)
+
+
+def random_summary(rows: list[dict], peers: list[str]) -> str:
+    """One line on the rows of the random part: on how many npu_softmax is at least as fast as
+    torch.softmax, and at least 0.97x the best peer (refused shapes left out), and the median
+    of its share of the copy roof."""
+    picked = [r for r in rows if r["part"] == "random"]
+    ours = [r["npu_softmax"] for r in picked]
+    best = [max((r[p] for p in peers if r[p] == r[p]), default=0.0) for r in picked]
+    at_torch = sum(o >= r["torch"] for o, r in zip(ours, picked))
+    at_peer = sum(o >= 0.97 * b for o, b in zip(ours, best))
+    roof = statistics.median(o / r["copy"] for o, r in zip(ours, picked))
+    return (f"Random shapes: npu_softmax at least torch.softmax on {at_torch} of {len(picked)}, "
+            f"at least 0.97x the best peer on {at_peer}; a median {100 * roof:.0f}% of the copy.")
 
 
 def _table_row(r: dict, label: str, names: list[str], peers: list[str]) -> str:
@@ -226,6 +265,9 @@ def main() -> None:
                         help="rounds per point, each provider's best kept (default 3)")
     parser.add_argument("--backward", action="store_true",
                         help="also the backward pass over the list of shapes")
+    parser.add_argument("--random", type=int, default=0, metavar="COUNT",
+                        help="also COUNT random shapes of the dtypes (``random_shapes``)")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the random shapes")
     parser.add_argument("--same-input", action="store_true",
                         help="time every call on the one input, as the runs kept in "
                         "docs/benchmarks before commit 8d64250 did (default: a new copy each "
@@ -266,6 +308,10 @@ def main() -> None:
             x = torch.randn(m, n, device=device).mul(3).to(dtype)
             r = measure(fns, x, -1, names, args.rounds, pool)
             rows.append({"part": "shapes", "dtype": dname, "M": m, "N": n, **r})
+    for dname, m, n in random_shapes(args.random, args.seed, list(dtypes)):
+        x = torch.randn(m, n, device=device).mul(3).to(dtypes[dname])
+        r = measure(fns, x, -1, names, args.rounds, pool)
+        rows.append({"part": "random", "dtype": dname, "M": m, "N": n, **r})
     dims: list[dict] = []
     for dname, dtype in dtypes.items():
         for shape, dim, transposed in [] if args.no_shapes else DIM_CASES:
@@ -289,9 +335,12 @@ def main() -> None:
              + " | % of copy | vs torch | vs best peer |",
              "|---|---|---|" + "---|" * len(names) + "---|---|---|"]
     for r in rows:
-        if r["part"] != "shapes" and r["N"] not in (1024, 4096, 8192, 12544):
+        if r["part"] == "sweep" and r["N"] not in (1024, 4096, 8192, 12544):
             continue
-        lines.append(_table_row(r, f"{r['M']}x{r['N']}", names, peers))
+        label = f"{r['M']}x{r['N']}" + (" (random)" if r["part"] == "random" else "")
+        lines.append(_table_row(r, label, names, peers))
+    if args.random:
+        lines += ["", random_summary(rows, peers) + f" (seed {args.seed})"]
     if dims:
         lines += ["", "Softmax over other dims (a transposed input is randn(shape).t(), over "
                   "its last dim; copy: of a contiguous tensor of the same bytes):", "",

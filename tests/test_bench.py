@@ -96,3 +96,41 @@ def test_each_call_reads_a_new_copy_of_the_input(monkeypatch: pytest.MonkeyPatch
     seen["ours"].clear()
     bench.measure({"ours": ours}, x, -1, ["ours"], rounds=1, pool_bytes=0)
     assert all(t is x for t in seen["ours"])
+
+
+def test_random_shapes_span_rows_and_sizes_and_repeat_by_seed() -> None:
+    dtypes = ["float32", "bfloat16"]
+    shapes = bench.random_shapes(400, 5, dtypes)
+    assert shapes == bench.random_shapes(400, 5, dtypes)
+    assert shapes[:8] != bench.random_shapes(8, 6, dtypes)
+    assert {d for d, _, _ in shapes} == set(dtypes)
+    assert bench.random_shapes(20, 5, ["bfloat16"]) and all(
+        d == "bfloat16" for d, _, _ in bench.random_shapes(20, 5, ["bfloat16"]))
+    lo, hi = bench.RANDOM_COLS
+    moved_lo, moved_hi = bench.RANDOM_MOVED_BYTES
+    for dname, m, n in shapes:
+        row_bytes = 2 * n * bench.DTYPES[dname].itemsize
+        assert lo <= n <= hi and m >= 1
+        # M rows move the drawn bytes, to within a row (and one row at least).
+        assert m * row_bytes <= moved_hi and (m + 1) * row_bytes > moved_lo
+    # Log-uniform: each decade of row lengths and of sizes is drawn.
+    cols = [n for _, _, n in shapes]
+    for decade in (10, 100, 1000, 10_000, 100_000):
+        assert any(decade <= n < 10 * decade for n in cols if n >= lo), decade
+    moved = [2 * m * n * bench.DTYPES[d].itemsize for d, m, n in shapes]
+    assert min(moved) < 16e6 and max(moved) > 128e6
+
+
+def test_random_summary_counts_the_random_rows_only() -> None:
+    def row(part: str, ours: float, torch_: float, liger: float, copy: float) -> dict:
+        return {"part": part, "dtype": "float32", "M": 1, "N": 1, "copy": copy,
+                "npu_softmax": ours, "torch": torch_, "liger": liger}
+
+    rows = [row("shapes", 1.0, 9.0, 9.0, 10.0),   # not random: left out
+            row("random", 10.0, 9.0, 10.2, 20.0),  # beats torch, within 3% of liger
+            row("random", 8.8, 9.0, 8.0, 10.0),    # under torch (the best peer) by under 3%
+            row("random", 5.0, 4.0, float("nan"), 10.0),  # liger refused: torch is the best
+            row("random", 7.0, 6.0, 9.0, 10.0)]    # beats torch, 0.78x liger
+    line = bench.random_summary(rows, ["torch", "liger"])
+    assert "torch.softmax on 3 of 4" in line and "best peer on 3;" in line
+    assert "a median 60% of the copy" in line  # of 50%, 88%, 50% and 70%
