@@ -98,3 +98,17 @@ def test_enabled_leaves_other_devices(kernel_device: str, launches: dict[str, in
     with ns.enabled():
         torch.softmax(torch.randn(4, 8), -1)
     assert launches["forward"] == 0
+
+
+@pytest.mark.parametrize("log", [False, True])
+def test_routed_half_to_float(kernel_device: str, launches: dict[str, int], log: bool) -> None:
+    """``_softmax(x, dim, half_to_float=True)`` (what torch's CUDA softmax calls for a 2-byte
+    input with ``dtype=torch.float32``), routed: a float32 result, from one launch of the
+    kernels on the 2-byte input, as torch's own kernel gives."""
+    x = torch.randn(6, 45, device=kernel_device).to(torch.float16)
+    op = torch.ops.aten._log_softmax if log else torch.ops.aten._softmax
+    with ns.enabled():
+        y = op(x, -1, True)
+    assert launches["forward"] == 1
+    assert y.dtype == torch.float32
+    assert_close(y, reference(x, -1, log, dtype=torch.float32), torch.float32)
