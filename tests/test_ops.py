@@ -551,6 +551,33 @@ def test_out_errors_of_the_ops_called_directly(device: str) -> None:
 
 
 @pytest.mark.parametrize("name", FUNCS)
+def test_ops_called_directly_under_no_grad(device: str, name: str) -> None:
+    """The out= and in-place ops called directly (as scripted code does) under
+    ``torch.no_grad()``: they write tensors that require grad, as torch's out= functions do
+    (only grad mode refuses them), and mark the written tensor modified, so that autograd
+    refuses a gradient that saved its old contents."""
+    log = FUNCS[name][2]
+    lib = torch.ops.npu_softmax
+    out_op, inplace_op = ((lib.log_softmax_out, lib.log_softmax_) if log
+                          else (lib.softmax_out, lib.softmax_))
+    x = torch.randn(5, 9, device=device, requires_grad=True)
+    for inplace in (False, True):
+        a = torch.randn(5, 9, device=device, requires_grad=True)
+        saved = a.exp()  # exp saves its output for the gradient
+        expected = reference(saved.detach() if inplace else x.detach(), 1, log)
+        before = saved._version
+        with torch.no_grad():
+            if inplace:
+                inplace_op(saved, 1, 1.0, None)
+            else:
+                out_op(x, 1, 1.0, None, saved)
+        assert saved._version > before
+        assert_close(saved.detach(), expected, torch.float32)
+        with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+            saved.sum().backward()
+
+
+@pytest.mark.parametrize("name", FUNCS)
 @pytest.mark.parametrize("variant", VARIANTS)
 @pytest.mark.parametrize("shape", [(31, 257), (3, 4099)])
 def test_in_place(device: str, name: str, variant: str | None, shape: tuple) -> None:
