@@ -555,7 +555,7 @@ def test_ops_called_directly_under_no_grad(device: str, name: str) -> None:
     """The out= and in-place ops called directly (as scripted code does) under
     ``torch.no_grad()``: they write tensors that require grad, as torch's out= functions do
     (only grad mode refuses them), and mark the written tensor modified, so that autograd
-    refuses a gradient that saved its old contents."""
+    refuses a gradient that saved its old contents. With grad mode on they refuse."""
     log = FUNCS[name][2]
     lib = torch.ops.npu_softmax
     out_op, inplace_op = ((lib.log_softmax_out, lib.log_softmax_) if log
@@ -575,6 +575,12 @@ def test_ops_called_directly_under_no_grad(device: str, name: str) -> None:
         assert_close(saved.detach(), expected, torch.float32)
         with pytest.raises(RuntimeError, match="modified by an inplace operation"):
             saved.sum().backward()
+    # With grad mode on, autograd would have to record the write: refused, as the public
+    # functions refuse it.
+    with pytest.raises(RuntimeError, match="do not support autograd"):
+        out_op(x, 1, 1.0, None, torch.empty(5, 9, device=device))
+    with pytest.raises(RuntimeError, match="do not support autograd"):
+        inplace_op(x.detach().clone().requires_grad_().mul(1), 1, 1.0, None)
 
 
 @pytest.mark.parametrize("name", FUNCS)
