@@ -68,3 +68,51 @@ def test_tail_blocks_are_listed(be: Backend, cores: int, itemsize: int) -> None:
         assert p in listed, (n_rows, n_cols, p)
         picked.add(p.tail_n > 0)
     assert True in picked or itemsize == 4 and isinstance(be, CudaBackend)
+
+
+#: Unified buffer per vector core (docs/ascend.md, from bishengir's chip specs: a 910B kernel's
+#: memory plan fails with "requires 1573120 bits while 1572864 bits available").
+ASCEND_UB = {"Ascend910B3": 192 * 1024, "Ascend910_9599": 248 * 1024}
+
+
+def _documented_ub_bytes(p: launcher.Plan, streams: int) -> int:
+    """UB bytes of ``p``'s tile by docs/ascend.md's rule: three live float32 copies of each tile
+    row, doubled by multi-buffering, a row taking at least 64 bytes a copy; a ``cols`` tile's
+    row (a run of its group's neighbouring rows) at least one 32-byte block, for each of the
+    ``streams`` tensors read (the row kernels' backward holds as many rows as the forward:
+    bishengir fits its largest tile, test_ascend_compile.py)."""
+    if p.variant == "cols":
+        return p.block_n * max(4 * p.block_m, 32) * 3 * 2 * streams
+    return p.block_m * max(4 * (p.block_n + p.tail_n), 64) * 3 * 2
+
+
+@pytest.mark.parametrize("arch,cores", [("Ascend910B3", 40), ("Ascend910_9599", 72)])
+@pytest.mark.parametrize("itemsize", [2, 4])
+def test_ascend_tiles_fit_the_documented_ub(arch: str, cores: int, itemsize: int) -> None:
+    """Every tile ``plan()`` can pick on Ascend fits the UB by docs/ascend.md's rule: the
+    forward's (``reachable_plans``, ``reachable_column_plans``) and the backward's, which reads
+    two tensors (random shapes). On A2/A3 a tile or chunk of rows whose elements are apart,
+    or of groups that are not contiguous (a transposed input's output), holds at most 1024
+    elements (bishengir moves those element by element: 4096 took 262-1050 KB). Ascend runs
+    no kernel here: a plan past the UB is caught by bishengir only (test_ascend_compile.py)."""
+    be = AscendBackend(arch)
+    capped = not arch.startswith("Ascend910_95")  # A5 plans such rows like contiguous ones
+    cases = [(p, 1, col_stride > 1) for col_stride in (1, 16)
+             for p in launcher.reachable_plans(be, itemsize, cores, col_stride)]
+    cases += [(p, 1, transposed) for transposed in (False, True)
+              for p in launcher.reachable_column_plans(be, itemsize, cores, transposed)]
+    rng = random.Random(f"ub{arch}{itemsize}")
+    for _ in range(100):
+        n_outer, n_cols, n_inner = (max(1, int(10 ** rng.uniform(0, e))) for e in (3, 6, 3))
+        n_rows = n_outer * n_inner
+        rows = (n_cols, 0, 1)
+        strided = (n_cols * 16, 0, 16)
+        inner = (n_cols * n_inner, 1, n_inner)
+        for layout, apart in ((RowLayout(n_outer, n_cols, 1, rows, rows), False),
+                              (RowLayout(n_outer, n_cols, 1, strided, strided), True),
+                              (RowLayout(n_rows, n_cols, n_inner, inner, inner), False)):
+            cases.append((launcher.plan(layout, itemsize, cores, be, streams=2), 2, apart))
+    for p, streams, apart in cases:
+        assert _documented_ub_bytes(p, streams) <= ASCEND_UB[arch], (p, streams)
+        if apart and capped:
+            assert p.block_m * (p.block_n + p.tail_n) <= 1024, p
