@@ -146,7 +146,8 @@ def test_windows_off_on_ascend_on_wherever_they_apply_under_the_interpreter() ->
 # Rows of 97 (float32 8 to a tile, 2-byte 4) and of 63 (8) on GPUs of fast memory:
 # tiles read from their bodies; 2-byte rows of 601 and 777 there: one-warp row programs, each
 # row read from its body; float32 rows of 1537 there: two-warp row programs from their bodies.
-@pytest.mark.parametrize("rows,cols", [(5, 201), (3, 250), (19, 63), (19, 97), (19, 333),
+# 2-byte rows of 122, one element past those whose window fits their 128 lanes.
+@pytest.mark.parametrize("rows,cols", [(5, 201), (3, 250), (19, 63), (19, 97), (19, 122), (19, 333),
                                        (19, 457), (5, 601), (5, 777), (5, 1537), (19, 3502),
                                        (3, 3001), (3, 20001)])
 def test_misaligned_tensors_views_and_outputs(kernel_device: str, variant: str | None,
