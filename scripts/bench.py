@@ -174,7 +174,8 @@ def random_summary(rows: list[dict], peers: list[str]) -> str:
     of its share of the copy roof."""
     picked = [r for r in rows if r["part"] == "random"]
     ours = [r["npu_softmax"] for r in picked]
-    best = [max((r[p] for p in peers if r[p] == r[p]), default=0.0) for r in picked]
+    # (A shape every peer refused has no best peer to fall short of.)
+    best = [_best_peer(r, peers, default=0.0) for r in picked]
     at_torch = sum(o >= r["torch"] for o, r in zip(ours, picked))
     at_peer = sum(o >= 0.97 * b for o, b in zip(ours, best))
     roof = statistics.median(o / r["copy"] for o, r in zip(ours, picked))
@@ -182,8 +183,14 @@ def random_summary(rows: list[dict], peers: list[str]) -> str:
             f"at least 0.97x the best peer on {at_peer}; a median {100 * roof:.0f}% of the copy.")
 
 
+def _best_peer(r: dict, peers: list[str], default: float = float("nan")) -> float:
+    """The best GB/s of ``peers`` in the row ``r``, those that refused the shape (NaN) left
+    out; ``default`` where all refused."""
+    return max((r[p] for p in peers if r[p] == r[p]), default=default)
+
+
 def _table_row(r: dict, label: str, names: list[str], peers: list[str]) -> str:
-    best = max((r[p] for p in peers if r[p] == r[p]), default=float("nan"))
+    best = _best_peer(r, peers)
     ours = r["npu_softmax"]
     return (f"| {r['dtype']} | {label} | {r['copy']:.0f} | "
             + " | ".join(f"{r[n]:.0f}" for n in names)
@@ -303,15 +310,13 @@ def main() -> None:
                 write_csv(os.path.join(args.out, "bench.csv"), rows, ["part", "dtype", "M", "N"],
                           names)
             plot(rows, dname, os.path.join(args.out, f"bench_sweep_{dname}.png"), device_name)
-    for dname, dtype in dtypes.items():
-        for m, n in [] if args.no_shapes or args.only_dims else SHAPES:
-            x = torch.randn(m, n, device=device).mul(3).to(dtype)
-            r = measure(fns, x, -1, names, args.rounds, pool)
-            rows.append({"part": "shapes", "dtype": dname, "M": m, "N": n, **r})
-    for dname, m, n in random_shapes(args.random, args.seed, list(dtypes)):
+    cases = [] if args.no_shapes or args.only_dims else [
+        ("shapes", dname, m, n) for dname in dtypes for m, n in SHAPES]
+    cases += [("random", *shape) for shape in random_shapes(args.random, args.seed, list(dtypes))]
+    for part, dname, m, n in cases:
         x = torch.randn(m, n, device=device).mul(3).to(dtypes[dname])
         r = measure(fns, x, -1, names, args.rounds, pool)
-        rows.append({"part": "random", "dtype": dname, "M": m, "N": n, **r})
+        rows.append({"part": part, "dtype": dname, "M": m, "N": n, **r})
     dims: list[dict] = []
     for dname, dtype in dtypes.items():
         for shape, dim, transposed in [] if args.no_shapes else DIM_CASES:

@@ -104,8 +104,8 @@ def test_random_shapes_span_rows_and_sizes_and_repeat_by_seed() -> None:
     assert shapes == bench.random_shapes(400, 5, dtypes)
     assert shapes[:8] != bench.random_shapes(8, 6, dtypes)
     assert {d for d, _, _ in shapes} == set(dtypes)
-    assert bench.random_shapes(20, 5, ["bfloat16"]) and all(
-        d == "bfloat16" for d, _, _ in bench.random_shapes(20, 5, ["bfloat16"]))
+    only_bf16 = bench.random_shapes(20, 5, ["bfloat16"])
+    assert only_bf16 and all(d == "bfloat16" for d, _, _ in only_bf16)
     lo, hi = bench.RANDOM_COLS
     moved_lo, moved_hi = bench.RANDOM_MOVED_BYTES
     for dname, m, n in shapes:
