@@ -1009,27 +1009,35 @@ def test_cuda_2_byte_rows_of_up_to_40960_in_short_chunks_on_fastest_memory(n_col
 
 
 @pytest.mark.parametrize("n_cols,last", [
-    (8705, 1024), (9001, 1024), (9216, 1024), (10001, 2048), (10240, 2048), (12288, 0),
-    (12345, 1024), (14001, 2048), (15360, 0)])
+    (8705, 1024), (9001, 1024), (9216, 1024), (10001, 2048), (10240, 2048), (10241, 0),
+    (12288, 0), (12345, 1024), (14001, 2048), (15360, 0)])
 def test_cuda_2_byte_rows_of_8705_to_15360_online_on_fast_memory(n_cols: int, last: int) -> None:
-    """On a GPU of fast memory, the forward's 2-byte rows of 8705-15360 elements, 16-byte
-    aligned or not, at least as many as SMs, run the online kernel in chunks of 4096 on 4 warps
-    (no register cap), where slower GPUs (an A100) hold them in the row kernel. Rows of 8193-8704
+    """On a GPU of the fastest memory (the H200), the forward's 2-byte rows of 8705-15360
+    elements, 16-byte aligned or not, at least as many as SMs, run the online kernel in chunks
+    of 4096 on 4 warps (no register cap), and on one of fast memory short of it (the H100) those
+    of up to 10240, where slower GPUs (an A100) hold them in the row kernel. Rows of 8193-8704
     (short tails), 15361-16384, fewer rows than SMs, float32 rows and the backward keep the
     plans of other GPUs."""
+    fastest = CudaBackend("cuda", 90, fast_memory=True, fastest_memory=True)
     fast, plain = CudaBackend("cuda", 90, fast_memory=True), CudaBackend("cuda", 90)
     layout = _contiguous(4096, n_cols)
-    p = launcher.plan(layout, 2, 132, fast)
-    assert (p.variant, p.block_n, p.last_n) == ("online", 4096, last)
-    options = fast.for_layout(layout, 2).options(p, 2)
-    assert options["num_warps"] == 4 and "maxnreg" not in options
+    tiers = (fastest, fast) if n_cols <= 10240 else (fastest,)
+    for be in tiers:
+        p = launcher.plan(layout, 2, 132, be)
+        assert (p.variant, p.block_n, p.last_n) == ("online", 4096, last)
+        options = be.for_layout(layout, 2).options(p, 2)
+        assert options["num_warps"] == 4 and "maxnreg" not in options
+    if n_cols > 10240:
+        assert launcher.plan(layout, 2, 132, fast) == launcher.plan(layout, 2, 132, plain)
     assert launcher.plan(layout, 2, 132, plain).variant == "tile"
-    for itemsize, streams in ((2, 2), (4, 1), (4, 2)):
-        assert (launcher.plan(layout, itemsize, 132, fast, streams=streams)
-                == launcher.plan(layout, itemsize, 132, plain, streams=streams))
-    for other in (_contiguous(100, n_cols), _contiguous(4096, 8704), _contiguous(4096, 8448),
-                  _contiguous(4096, 15361), _contiguous(4096, 16384)):
-        assert launcher.plan(other, 2, 132, fast) == launcher.plan(other, 2, 132, plain)
+    for be, itemsize, streams in itertools.product(tiers, (2, 4), (1, 2)):
+        if (itemsize, streams) != (2, 1):
+            assert (launcher.plan(layout, itemsize, 132, be, streams=streams)
+                    == launcher.plan(layout, itemsize, 132, plain, streams=streams))
+    for be, other in itertools.product(tiers, (
+            _contiguous(100, n_cols), _contiguous(4096, 8704), _contiguous(4096, 8448),
+            _contiguous(4096, 15361), _contiguous(4096, 16384))):
+        assert launcher.plan(other, 2, 132, be) == launcher.plan(other, 2, 132, plain)
 
 
 @pytest.mark.parametrize("n_cols", [16385, 20001, 32000, 32768])

@@ -154,9 +154,10 @@ def test_long_rows_as_planned(kernel_device: str, n_cols: int, dtype: torch.dtyp
     """Rows of 9000-32000 elements, 16-byte aligned (9000, 18432, 22528, 32000) or not, more of
     them than cores, by the target's own plan (on CUDA, 2-byte rows: a head and a tail on 8 or
     4 warps, one block of 16384 held as loaded, online chunks of 8192 on 8 warps or of 16384,
-    and on GPUs of fast memory online chunks of 4096 on 4 warps for rows of 8705-15360; float32
-    rows: one block, but past 16384 elements, on GPUs of fast memory, online chunks of 8192 or
-    16384 on 16 warps), into an output poisoned with NaN."""
+    and on GPUs of fast memory online chunks of 4096 on 4 warps for rows of 8705-10240, or of
+    8705-15360 on those of the fastest memory; float32 rows: one block, but past 16384
+    elements, on GPUs of fast memory, online chunks of 8192 or 16384 on 16 warps), into an
+    output poisoned with NaN."""
     cores = launcher.core_count(torch.device(kernel_device).index or 0)
     x = torch.randn(cores + 3, n_cols, device=kernel_device).mul(3).to(dtype)
     y = torch.full_like(x, float("nan"))

@@ -355,7 +355,8 @@ FAST_FLOAT_NARROW_CHUNK_MIN_ROWS = 1024
 #: 3432 -> 2918).
 MAX_FAST_SHORT_HALF_CHUNK_COLS = 5 * SHORT_HALF_CHUNK
 #: On a GPU of fast memory, the forward's 2-byte rows of more than ``MIN_FAST_SMALL_CHUNK_COLS``
-#: elements, up to ``MAX_FAST_SMALL_CHUNK_COLS``, run the online kernel in chunks of
+#: elements, up to ``MAX_FASTEST_SMALL_CHUNK_COLS`` on one of the fastest memory (the H200) and
+#: ``MAX_FAST_SMALL_CHUNK_COLS`` on others, run the online kernel in chunks of
 #: ``FAST_SMALL_CHUNK`` on ``FAST_SMALL_CHUNK_WARPS`` warps rather than the row kernel (a head
 #: of 8192 and a tail on 4 or 8 warps, or one block of 16384 on 16). Through the API on the
 #: H200 (2026-11-28, fiftieth session, docs/tuning.md), one process, two rounds: bf16 4096x9216
@@ -368,7 +369,16 @@ MAX_FAST_SHORT_HALF_CHUNK_COLS = 5 * SHORT_HALF_CHUNK
 #: 3242-3288 -> 3183-3238, 4096x8200 3433-3522 -> 2841-2885; chunks of 8192 on 8 warps lost
 #: (4096x10001 2823-2832, 4096x12345 2870-2874).
 MIN_FAST_SMALL_CHUNK_COLS = 8704
-MAX_FAST_SMALL_CHUNK_COLS = 15360
+MAX_FASTEST_SMALL_CHUNK_COLS = 15360
+#: ... and on a GPU of fast memory short of the fastest (the H100 SXM) up to this many: its rows
+#: of 12288 elements and more lost in those chunks. Through the API on the H100 (2026-12-07,
+#: seventy-eighth session, docs/tuning.md), these chunks and then the row kernel in alternating
+#: processes, two rounds each, twice: bf16 1156x13935 2059-2061 -> 2250-2257 GB/s, 2862x13897
+#: 2492-2515 -> 2617-2632, 3913x12735 2605-2607 -> 2645-2652, fp16 4096x12288 2608-2609 ->
+#: 2694-2706, bf16 4096x12345 level (2616-2631 -> 2635-2637); rows of up to 10001 gained from
+#: the chunks (bf16 4096x9216 2570-2595 -> 2629-2659, 4096x10001 2562 -> 2660, 16384x9999
+#: 2827-2828 -> 2898-2907). Rows of 10241-12287 were not measured there.
+MAX_FAST_SMALL_CHUNK_COLS = 10240
 FAST_SMALL_CHUNK, FAST_SMALL_CHUNK_WARPS = 4096, 4
 #: On a GPU of fast memory, the forward's float32 rows of 513-1024 elements (a block of 1024
 #: lanes) that are 16-byte aligned go one to a program on ``FAST_FLOAT_ROW_WARPS`` warps
@@ -897,8 +907,9 @@ class CudaBackend(Backend):
 
     def _fast_small_chunk_row(self, n_cols: int, itemsize: int) -> bool:
         # The forward's 2-byte rows that fast memory reads in chunks of ``FAST_SMALL_CHUNK``.
+        most = MAX_FASTEST_SMALL_CHUNK_COLS if self.fastest_memory else MAX_FAST_SMALL_CHUNK_COLS
         return (self._fast_forward() and itemsize == 2
-                and MIN_FAST_SMALL_CHUNK_COLS < n_cols <= MAX_FAST_SMALL_CHUNK_COLS)
+                and MIN_FAST_SMALL_CHUNK_COLS < n_cols <= most)
 
     def split_rows(self, n_rows: int, n_cols: int, n_cores: int) -> bool:
         # A few rows of 16385-32768 elements (``SPLIT_FITTING_ROWS_PER_SM``): one 32-warp
