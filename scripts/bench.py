@@ -297,6 +297,8 @@ def main() -> None:
     print(f"{device_name} ({info['backend']} {info['arch']}), {stamp}, torch {info['torch']}, "
           f"triton {info['triton']}; providers: {', '.join(names)}")
 
+    # Every table is written as it goes: a run stopped early (a lent device's time limit)
+    # keeps the points it measured.
     rows: list[dict] = []
     if not (args.no_sweep or args.only_dims):
         step = 8 if args.quick else 2
@@ -305,8 +307,6 @@ def main() -> None:
                 x = torch.randn(4096, 128 * i, device=device).mul(3).to(dtype)
                 r = measure(fns, x, -1, names, args.rounds, pool)
                 rows.append({"part": "sweep", "dtype": dname, "M": 4096, "N": 128 * i, **r})
-                # Written as it goes: a run stopped early (a lent device's time limit) keeps
-                # the points it measured.
                 write_csv(os.path.join(args.out, "bench.csv"), rows, ["part", "dtype", "M", "N"],
                           names)
             plot(rows, dname, os.path.join(args.out, f"bench_sweep_{dname}.png"), device_name)
@@ -317,6 +317,7 @@ def main() -> None:
         x = torch.randn(m, n, device=device).mul(3).to(dtypes[dname])
         r = measure(fns, x, -1, names, args.rounds, pool)
         rows.append({"part": part, "dtype": dname, "M": m, "N": n, **r})
+        write_csv(os.path.join(args.out, "bench.csv"), rows, ["part", "dtype", "M", "N"], names)
     dims: list[dict] = []
     for dname, dtype in dtypes.items():
         for shape, dim, transposed in [] if args.no_shapes else DIM_CASES:
@@ -324,10 +325,10 @@ def main() -> None:
             r = measure(fns, x.t() if transposed else x, dim, names, args.rounds, pool)
             dims.append({"dtype": dname, "shape": "x".join(map(str, shape))
                          + (" transposed" if transposed else ""), "dim": dim, **r})
+            write_csv(os.path.join(args.out, "bench_dims.csv"), dims, ["dtype", "shape", "dim"],
+                      names)
 
     write_csv(os.path.join(args.out, "bench.csv"), rows, ["part", "dtype", "M", "N"], names)
-    if dims:
-        write_csv(os.path.join(args.out, "bench_dims.csv"), dims, ["dtype", "shape", "dim"], names)
 
     peers = [n for n in names if n != "npu_softmax"]
     lines = [f"Measured on {device_name}, {stamp} (torch {info['torch']}, triton "
