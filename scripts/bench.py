@@ -300,6 +300,11 @@ def main() -> None:
     # Every table is written as it goes: a run stopped early (a lent device's time limit)
     # keeps the points it measured.
     rows: list[dict] = []
+    dims: list[dict] = []
+    save_rows = functools.partial(write_csv, os.path.join(args.out, "bench.csv"), rows,
+                                  ["part", "dtype", "M", "N"], names)
+    save_dims = functools.partial(write_csv, os.path.join(args.out, "bench_dims.csv"), dims,
+                                  ["dtype", "shape", "dim"], names)
     if not (args.no_sweep or args.only_dims):
         step = 8 if args.quick else 2
         for dname, dtype in dtypes.items():
@@ -307,8 +312,7 @@ def main() -> None:
                 x = torch.randn(4096, 128 * i, device=device).mul(3).to(dtype)
                 r = measure(fns, x, -1, names, args.rounds, pool)
                 rows.append({"part": "sweep", "dtype": dname, "M": 4096, "N": 128 * i, **r})
-                write_csv(os.path.join(args.out, "bench.csv"), rows, ["part", "dtype", "M", "N"],
-                          names)
+                save_rows()
             plot(rows, dname, os.path.join(args.out, f"bench_sweep_{dname}.png"), device_name)
     cases = [] if args.no_shapes or args.only_dims else [
         ("shapes", dname, m, n) for dname in dtypes for m, n in SHAPES]
@@ -317,18 +321,16 @@ def main() -> None:
         x = torch.randn(m, n, device=device).mul(3).to(dtypes[dname])
         r = measure(fns, x, -1, names, args.rounds, pool)
         rows.append({"part": part, "dtype": dname, "M": m, "N": n, **r})
-        write_csv(os.path.join(args.out, "bench.csv"), rows, ["part", "dtype", "M", "N"], names)
-    dims: list[dict] = []
+        save_rows()
     for dname, dtype in dtypes.items():
         for shape, dim, transposed in [] if args.no_shapes else DIM_CASES:
             x = torch.randn(shape, device=device).mul(3).to(dtype)
             r = measure(fns, x.t() if transposed else x, dim, names, args.rounds, pool)
             dims.append({"dtype": dname, "shape": "x".join(map(str, shape))
                          + (" transposed" if transposed else ""), "dim": dim, **r})
-            write_csv(os.path.join(args.out, "bench_dims.csv"), dims, ["dtype", "shape", "dim"],
-                      names)
-
-    write_csv(os.path.join(args.out, "bench.csv"), rows, ["part", "dtype", "M", "N"], names)
+            save_dims()
+    if not rows:
+        save_rows()  # an --only-dims run leaves its (empty) bench.csv too, as every run does
 
     peers = [n for n in names if n != "npu_softmax"]
     lines = [f"Measured on {device_name}, {stamp} (torch {info['torch']}, triton "
