@@ -17,19 +17,20 @@ import torch.fx
 from . import amp, checks, eager, ops
 
 
-def softmax(x: torch.Tensor, dim: int = -1, dtype: torch.dtype | None = None, *,
+def softmax(input: torch.Tensor, dim: int = -1, dtype: torch.dtype | None = None, *,
             temperature: float | None = None, variant: str | None = None,
             out: torch.Tensor | None = None) -> torch.Tensor:
-    """Softmax of ``x`` along ``dim``: ``torch.softmax(x / temperature, dim, dtype=dtype)``.
+    """Softmax of ``input`` along ``dim``: ``torch.softmax(input / temperature, dim,
+    dtype=dtype)``. The arguments are named as torch's (``softmax(input=x, dim=-1)`` works).
 
     Args:
-        x: a tensor of any shape (0-d and empty included) and any strides, float16, bfloat16 or
-            float32 (float64 too, except on Ascend). Integer, bool and float8 tensors need
-            ``dtype=``.
+        input: a tensor of any shape (0-d and empty included) and any strides, float16,
+            bfloat16 or float32 (float64 too, except on Ascend). Integer, bool and float8
+            tensors need ``dtype=``.
         dim: the dim to normalise over (an int, or an integer with ``__index__``); negative
             counts from the end.
         dtype: output dtype; the input is cast to it first, as torch does (where the cast can
-            round, ``x / temperature`` is). Default ``x.dtype``.
+            round, ``input / temperature`` is). Default ``input.dtype``.
         temperature: a positive finite real number (a Python float or int, or numpy's); the
             kernels multiply each element by ``1 / temperature`` as they load it (float32
             arithmetic), so it costs no extra pass over memory. float64 outputs, and
@@ -38,83 +39,86 @@ def softmax(x: torch.Tensor, dim: int = -1, dtype: torch.dtype | None = None, *,
             where it changes between calls an input of it (``ops.traced_temperature``).
         variant: force a kernel variant (``"tile"``, ``"online"``, ``"split"``, ``"cols"``)
             instead of the launcher's choice; for tests and benchmarks.
-        out: write the result here and return it: a tensor of ``x``'s shape, the output dtype and
-            ``x``'s device, with any strides whose elements are distinct. It may be ``x`` itself
-            (as ``softmax_``) or share memory with ``x`` otherwise (interleaved views, a shifted
-            window): it then gets the softmax of ``x`` as it was before the call. No autograd.
+        out: write the result here and return it: a tensor of ``input``'s shape, the output
+            dtype and ``input``'s device, with any strides whose elements are distinct. It may
+            be ``input`` itself (as ``softmax_``) or share memory with ``input`` otherwise
+            (interleaved views, a shifted window): it then gets the softmax of ``input`` as it
+            was before the call. No autograd.
 
     Returns:
-        A new contiguous tensor of ``x.shape`` and dtype ``dtype or x.dtype`` on ``x``'s device
-        (or ``out``). Differentiable (through the Triton backward kernels) when ``out`` is None.
-        Inside ``torch.autocast`` with no ``dtype``, the dtype torch's own softmax returns there
-        (float32 on CUDA). A ``meta`` tensor gives a ``meta`` result (shape and dtype only).
+        A new contiguous tensor of ``input.shape`` and dtype ``dtype or input.dtype`` on
+        ``input``'s device (or ``out``). Differentiable (through the Triton backward kernels)
+        when ``out`` is None. Inside ``torch.autocast`` with no ``dtype``, the dtype torch's own
+        softmax returns there (float32 on CUDA). A ``meta`` tensor gives a ``meta`` result
+        (shape and dtype only).
 
     Tensors on the device of the active Triton target (``npu``, ``cuda``) run the Triton kernels;
     CPU tensors run them under Triton's interpreter when ``TRITON_INTERPRET=1``, and otherwise
     fall back to torch (see ``npu_softmax.target_info()``).
 
     Raises:
-        TypeError: ``x``/``out`` is not a tensor, or is sparse, nested or quantized, a dtype is
+        TypeError: ``input``/``out`` is not a tensor, or is sparse, nested or quantized, a dtype is
             not supported, ``out`` has another dtype than the result, or ``temperature`` is not
             a real number (a tensor included).
         ValueError: bad ``variant`` or ``temperature`` value, ``variant="tile"`` on rows
             longer than the target's one-block tile, or ``out`` has the wrong shape.
         IndexError: ``dim`` is out of range.
         RuntimeError: a tensor is on a device the active Triton driver cannot serve, ``out`` is
-            on another device than ``x``, overlaps itself (a stride of 0), is an inference
+            on another device than ``input``, overlaps itself (a stride of 0), is an inference
             tensor outside ``torch.inference_mode()``, or is used with autograd.
     """
     if out is None:
         # A signature seen before skips everything else (see ``eager``); a call that autograd
         # records then goes straight to its autograd function.
-        y = eager.repeat_forward(x, dim, dtype, temperature, variant, False)
+        y = eager.repeat_forward(input, dim, dtype, temperature, variant, False)
         if y is None:
-            y = ops.repeat_recorded(x, dim, dtype, temperature, variant, False)
+            y = ops.repeat_recorded(input, dim, dtype, temperature, variant, False)
         if y is not None:
             return y
-    elif eager.repeat_into(x, out, dim, dtype, temperature, variant, False):
+    elif eager.repeat_into(input, out, dim, dtype, temperature, variant, False):
         return out
-    return _dispatch(False, x, dim, dtype, temperature, variant, out)
+    return _dispatch(False, input, dim, dtype, temperature, variant, out)
 
 
-def log_softmax(x: torch.Tensor, dim: int = -1, dtype: torch.dtype | None = None, *,
+def log_softmax(input: torch.Tensor, dim: int = -1, dtype: torch.dtype | None = None, *,
                 temperature: float | None = None, variant: str | None = None,
                 out: torch.Tensor | None = None) -> torch.Tensor:
-    """Log-softmax of ``x`` along ``dim``: ``torch.log_softmax(x / temperature, dim, dtype=dtype)``.
+    """Log-softmax of ``input`` along ``dim``: ``torch.log_softmax(input / temperature, dim,
+    dtype=dtype)``.
 
     Same arguments, returns and errors as ``softmax``; computed as ``(x - max) - log(sum(exp(x -
     max)))`` in one fused kernel, so it never takes the log of a rounded softmax.
     """
     if out is None:
-        y = eager.repeat_forward(x, dim, dtype, temperature, variant, True)
+        y = eager.repeat_forward(input, dim, dtype, temperature, variant, True)
         if y is None:
-            y = ops.repeat_recorded(x, dim, dtype, temperature, variant, True)
+            y = ops.repeat_recorded(input, dim, dtype, temperature, variant, True)
         if y is not None:
             return y
-    elif eager.repeat_into(x, out, dim, dtype, temperature, variant, True):
+    elif eager.repeat_into(input, out, dim, dtype, temperature, variant, True):
         return out
-    return _dispatch(True, x, dim, dtype, temperature, variant, out)
+    return _dispatch(True, input, dim, dtype, temperature, variant, out)
 
 
-def softmax_(x: torch.Tensor, dim: int = -1, *, temperature: float | None = None,
+def softmax_(input: torch.Tensor, dim: int = -1, *, temperature: float | None = None,
              variant: str | None = None) -> torch.Tensor:
-    """In-place ``softmax``: overwrite ``x`` (any strides, elements distinct) and return it.
+    """In-place ``softmax``: overwrite ``input`` (any strides, elements distinct) and return it.
 
     Every kernel variant reads each element before writing it, within one program, so no second
     buffer is allocated (except for strides the kernels cannot address, a permuted 4-d view say,
     where the result goes through a temporary). No autograd.
     """
-    if eager.repeat_into(x, x, dim, None, temperature, variant, False):
-        return x
-    return _inplace(False, x, dim, temperature, variant)
+    if eager.repeat_into(input, input, dim, None, temperature, variant, False):
+        return input
+    return _inplace(False, input, dim, temperature, variant)
 
 
-def log_softmax_(x: torch.Tensor, dim: int = -1, *, temperature: float | None = None,
+def log_softmax_(input: torch.Tensor, dim: int = -1, *, temperature: float | None = None,
                  variant: str | None = None) -> torch.Tensor:
     """In-place ``log_softmax``; see ``softmax_``."""
-    if eager.repeat_into(x, x, dim, None, temperature, variant, True):
-        return x
-    return _inplace(True, x, dim, temperature, variant)
+    if eager.repeat_into(input, input, dim, None, temperature, variant, True):
+        return input
+    return _inplace(True, input, dim, temperature, variant)
 
 
 def _dispatch(log: bool, x: torch.Tensor, dim: int, dtype: torch.dtype | None,

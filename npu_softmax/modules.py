@@ -35,7 +35,7 @@ torch.fx.wrap("_by_legacy_rule")
 
 
 class Softmax(torch.nn.Module):
-    """``npu_softmax.softmax(x, dim, temperature=temperature)`` as a module.
+    """``npu_softmax.softmax(input, dim, temperature=temperature)`` as a module.
 
     Input: any shape; output: the same shape and dtype (inside ``torch.autocast``, the dtype
     torch's softmax returns there), contiguous. ``dim=None`` (what a ``torch.nn.Softmax()``
@@ -48,19 +48,19 @@ class Softmax(torch.nn.Module):
         self.dim = dim
         self.temperature = temperature
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
+    def forward(self, input: torch.Tensor) -> torch.Tensor:
         if self.dim is None:
-            return _by_legacy_rule(x, False, self.temperature)
-        return api.softmax(x, self.dim, temperature=self.temperature)
+            return _by_legacy_rule(input, False, self.temperature)
+        return api.softmax(input, self.dim, temperature=self.temperature)
 
     def extra_repr(self) -> str:
         return f"dim={self.dim}, temperature={self.temperature}"
 
 
 class LogSoftmax(Softmax):
-    """``npu_softmax.log_softmax(x, dim, temperature=temperature)`` as a module."""
+    """``npu_softmax.log_softmax(input, dim, temperature=temperature)`` as a module."""
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
+    def forward(self, input: torch.Tensor) -> torch.Tensor:
         if self.dim is None:
-            return _by_legacy_rule(x, True, self.temperature)
-        return api.log_softmax(x, self.dim, temperature=self.temperature)
+            return _by_legacy_rule(input, True, self.temperature)
+        return api.log_softmax(input, self.dim, temperature=self.temperature)

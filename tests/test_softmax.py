@@ -92,6 +92,22 @@ def test_dtype_argument(device: str) -> None:
     assert_softmax_close(y, reference(xi, 1, dtype=torch.float32))
 
 
+def test_torch_argument_names(device: str) -> None:
+    # Code written for torch.softmax / torch.nn.Softmax names its arguments as torch does.
+    x = torch.randn(29, 301, device=device)
+    ref = reference(x, 0, dtype=torch.float64)
+    assert_softmax_close(npu_softmax.softmax(input=x, dim=0, dtype=torch.float64), ref)
+    assert_close(npu_softmax.log_softmax(input=x, dim=1), reference(x, 1, log=True), x.dtype)
+    assert_softmax_close(npu_softmax.Softmax(dim=1)(input=x), reference(x, 1))
+    assert_close(npu_softmax.LogSoftmax(dim=0)(input=x), reference(x, 0, log=True), x.dtype)
+    y = x.clone()
+    assert npu_softmax.softmax_(input=y, dim=1) is y
+    assert_softmax_close(y, reference(x, 1))
+    y = x.clone()
+    assert npu_softmax.log_softmax_(input=y, dim=0) is y
+    assert_close(y, reference(x, 0, log=True), x.dtype)
+
+
 def _special_rows(device: str, n_cols: int) -> torch.Tensor:
     x = torch.randn(8, n_cols, device=device)
     inf = float("inf")
